@@ -1,0 +1,121 @@
+/**
+ * relgraph's configuration, read once from the environment (CLI flags may override) and validated
+ * into a typed, frozen object. Each default sits beside its field. Secret fields are listed in
+ * SECRET_FIELDS so that logging redacts them.
+ */
+export interface Config {
+  /** PORT: the one listening port for REST, Connect, gRPC, gRPC-Web and reflection. */
+  port: number;
+  /** HOST: the interface to bind. */
+  host: string;
+  /** REDIS_URL: a standalone Redis server; null means the embedded in-memory store. */
+  redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: host:port seeds of a Redis Cluster; takes precedence over REDIS_URL. */
+  redisClusterNodes: string[];
+  /** API_KEYS (secret): accepted ApiKey values, in addition to keys managed with `relgraph keys`. */
+  apiKeys: string[];
+  /** SIWE_DOMAINS: accepted SIWE `domain` values; empty means any domain. */
+  siweDomains: string[];
+  /** SIWE_MAX_AGE_SECONDS: how old a SIWE `issuedAt` may be. */
+  siweMaxAgeSeconds: number;
+  /** ETH_RPC_URL: Ethereum JSON-RPC endpoint used to verify EIP-1271 (smart-contract wallet) signatures. */
+  ethRpcUrl: string | null;
+  /** RATE_LIMIT_PER_SECOND: sustained requests per second allowed per ApiKey (0 disables). */
+  rateLimitPerSecond: number;
+  /** RATE_LIMIT_BURST: requests an ApiKey may make at once before the sustained rate applies. */
+  rateLimitBurst: number;
+  /** CURSOR_SECRET (secret): HMAC key for cursors; set the same value on every instance behind a balancer. */
+  cursorSecret: string | null;
+  /** KEY_NETWORK_FILE: the public key-network file written by `relgraph keygen`; null runs a dev network in-process. */
+  keyNetworkFile: string | null;
+  /** ENCRYPTION_BACKEND: "relgraph" (threshold key nodes) or "lit" (Lit Protocol network). */
+  encryptionBackend: "relgraph" | "lit";
+  /** LIT_NETWORK: the Lit network used when ENCRYPTION_BACKEND=lit. */
+  litNetwork: string;
+  /** LOG_LEVEL: pino level. */
+  logLevel: string;
+}
+
+/** Fields whose values must never be logged. */
+export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorSecret"];
+
+/** Thrown when the environment or a flag holds a value relgraph cannot use. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the configuration from an environment (process.env by default). */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Readonly<Config> {
+  const config: Config = {
+    port: integer(env, "PORT", 8080, 0, 65535),
+    host: text(env, "HOST") ?? "0.0.0.0",
+    redisUrl: text(env, "REDIS_URL"),
+    redisClusterNodes: list(env, "REDIS_CLUSTER_NODES"),
+    apiKeys: list(env, "API_KEYS"),
+    siweDomains: list(env, "SIWE_DOMAINS"),
+    siweMaxAgeSeconds: integer(env, "SIWE_MAX_AGE_SECONDS", 24 * 3600, 1, 365 * 24 * 3600),
+    ethRpcUrl: text(env, "ETH_RPC_URL"),
+    rateLimitPerSecond: integer(env, "RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
+    rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 0, 0, 1_000_000),
+    cursorSecret: text(env, "CURSOR_SECRET"),
+    keyNetworkFile: text(env, "KEY_NETWORK_FILE"),
+    encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),
+    litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
+    logLevel: text(env, "LOG_LEVEL") ?? "info",
+    ...overrides,
+  };
+  for (const seed of config.redisClusterNodes) {
+    if (!/^[^:\s]+:\d{1,5}$/.test(seed)) {
+      throw new ConfigError(`REDIS_CLUSTER_NODES: "${seed}" is not host:port`);
+    }
+  }
+  return Object.freeze(config);
+}
+
+/** The configuration with secret values replaced, for logs. */
+export function redactConfig(config: Readonly<Config>): Record<string, unknown> {
+  const copy: Record<string, unknown> = { ...config };
+  for (const field of SECRET_FIELDS) {
+    const value = config[field];
+    if (Array.isArray(value)) copy[field] = value.map(() => "[redacted]");
+    else if (value !== null && value !== undefined) copy[field] = "[redacted]";
+  }
+  return copy;
+}
+
+function text(env: Env, name: string): string | null {
+  const value = env[name]?.trim();
+  return value ? value : null;
+}
+
+function list(env: Env, name: string): string[] {
+  const value = text(env, name);
+  if (value === null) return [];
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = text(env, name);
+  if (value === null) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(`${name}: expected an integer from ${min} to ${max}, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function oneOf<const T extends readonly string[]>(env: Env, name: string, allowed: T, fallback: T[number]): T[number] {
+  const value = text(env, name);
+  if (value === null) return fallback;
+  if (!allowed.includes(value)) {
+    throw new ConfigError(`${name}: expected one of ${allowed.join(", ")}, got "${value}"`);
+  }
+  return value as T[number];
+}

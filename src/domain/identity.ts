@@ -1,0 +1,30 @@
+import { getAddress } from "ethers";
+
+/** Matches a relationId of the ingestion format. */
+export const RELATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * Returns the lowercase form of an EOA address, or null when it is not one. Any single letter case is
+ * accepted; a mixed-case address must carry a valid EIP-55 checksum, because a wrong checksum
+ * usually means a mistyped address.
+ */
+export function normalizeAddress(raw: string): string | null {
+  if (!ADDRESS_PATTERN.test(raw)) return null;
+  const hex = raw.slice(2);
+  const mixed = hex !== hex.toLowerCase() && hex !== hex.toUpperCase();
+  if (mixed) {
+    try {
+      if (getAddress(raw) !== raw) return null;
+    } catch {
+      return null;
+    }
+  }
+  return raw.toLowerCase();
+}
+
+/** Social usernames are matched case-insensitively, so they are stored and looked up in lowercase. */
+export function normalizeSocialUsername(raw: string): string {
+  return raw.toLowerCase();
+}
