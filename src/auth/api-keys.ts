@@ -1,0 +1,131 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { InvalidApiKeyError, MissingApiKeyError, RelgraphError, StoreUnavailableError } from "../domain/errors.js";
+import type { ApiKeyRecord, ApiKeyStore } from "../store/store.js";
+
+/** Hex SHA-256 of an ApiKey: the only form in which managed keys are stored. */
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
+}
+
+/** A fresh ApiKey: `rg_` and 32 random bytes in base64url (256 bits, so a plain hash is enough to store it). */
+export function generateApiKey(): string {
+  return `rg_${randomBytes(32).toString("base64url")}`;
+}
+
+/** Length of a managed key's public id: the first hex digits of its hash. */
+const KEY_ID_LENGTH = 8;
+
+/**
+ * Creates and stores a managed key. The key itself is returned once and never stored. Its id is the
+ * start of its hash, which reveals nothing usable about a 256-bit random key; a key whose id is
+ * already taken is discarded and another drawn, so that ids stay unique for `revoke`.
+ */
+export async function createApiKey(
+  store: ApiKeyStore,
+  label: string,
+): Promise<{ key: string; record: ApiKeyRecord }> {
+  const taken = new Set((await listApiKeys(store)).map((record) => record.id));
+  for (;;) {
+    const key = generateApiKey();
+    const hash = hashApiKey(key);
+    const id = hash.slice(0, KEY_ID_LENGTH);
+    if (taken.has(id)) continue;
+    const record: ApiKeyRecord = { id, hash, label, createdAt: new Date().toISOString(), revokedAt: null };
+    await storeCall(() => store.putApiKey(record));
+    return { key, record };
+  }
+}
+
+/** Every managed key (revoked ones included), oldest first. */
+export async function listApiKeys(store: ApiKeyStore): Promise<ApiKeyRecord[]> {
+  const records = await storeCall(() => store.listApiKeys());
+  return [...records].sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+}
+
+/** Revokes a managed key by id; false when no key has that id. */
+export async function revokeApiKey(store: ApiKeyStore, id: string): Promise<boolean> {
+  return storeCall(() => store.revokeApiKey(id, new Date().toISOString()));
+}
+
+/** Options of createApiKeyAuthenticator. */
+export interface ApiKeyAuthenticatorOptions {
+  /** Where managed keys live. */
+  store: ApiKeyStore;
+  /** Keys accepted from configuration (API_KEYS), in addition to the managed ones. */
+  staticKeys: readonly string[];
+  /**
+   * How long a successful store lookup is reused, in milliseconds (default 5000). This bounds how
+   * long a revoked key keeps working on an instance that saw it just before it was revoked.
+   */
+  cacheTtlMs?: number;
+  /** The clock in milliseconds; injectable for tests. */
+  now?: () => number;
+}
+
+/** Checks the ApiKey of each request. */
+export interface ApiKeyAuthenticator {
+  /**
+   * Resolves with the key's id (the rate-limit bucket), or rejects with MissingApiKeyError (10001),
+   * InvalidApiKeyError (10002), or StoreUnavailableError when managed keys cannot be read.
+   */
+  authenticate(key: string | undefined): Promise<{ keyId: string }>;
+}
+
+/** Most cached lookups kept at once; beyond that the oldest entry makes room. */
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * Creates the authenticator. Static keys are compared in constant time by hash. Managed keys are
+ * looked up by hash in the store; a hit is cached for `cacheTtlMs`, so a revocation takes effect on
+ * every instance within that time. Misses are not cached, so a newly created key works at once.
+ */
+export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): ApiKeyAuthenticator {
+  const staticKeys = options.staticKeys.map((key) => {
+    const hash = hashApiKey(key);
+    return { digest: Buffer.from(hash, "hex"), keyId: `static-${hash.slice(0, KEY_ID_LENGTH)}` };
+  });
+  const ttlMs = options.cacheTtlMs ?? 5_000;
+  const now = options.now ?? Date.now;
+  /** Hash of a managed key → its id and when the cached answer stops being trusted. */
+  const cache = new Map<string, { keyId: string; until: number }>();
+
+  return {
+    async authenticate(key) {
+      const presented = key?.trim();
+      if (!presented) throw new MissingApiKeyError("ApiKey header is required");
+      const hash = hashApiKey(presented);
+
+      const digest = Buffer.from(hash, "hex");
+      let staticMatch: string | null = null;
+      // Every configured key is compared, so the time taken does not tell which one (if any) matched.
+      for (const candidate of staticKeys) {
+        if (timingSafeEqual(candidate.digest, digest)) staticMatch = candidate.keyId;
+      }
+      if (staticMatch !== null) return { keyId: staticMatch };
+
+      const at = now();
+      const cached = cache.get(hash);
+      if (cached !== undefined && cached.until > at) return { keyId: cached.keyId };
+      cache.delete(hash);
+
+      const record = await storeCall(() => options.store.apiKeyByHash(hash));
+      if (record === null || record.revokedAt !== null) throw new InvalidApiKeyError("ApiKey is unknown or revoked");
+      if (cache.size >= MAX_CACHED_KEYS) {
+        const oldest = cache.keys().next();
+        if (!oldest.done) cache.delete(oldest.value);
+      }
+      cache.set(hash, { keyId: record.id, until: at + ttlMs });
+      return { keyId: record.id };
+    },
+  };
+}
+
+/** Runs a store call so that any failure surfaces as a RelgraphError (StoreUnavailableError unless the store said otherwise). */
+async function storeCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof RelgraphError) throw error;
+    throw new StoreUnavailableError("the store is unavailable", { cause: error });
+  }
+}

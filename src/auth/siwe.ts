@@ -1,0 +1,181 @@
+import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyMessage } from "ethers";
+import { SiweMessage } from "siwe";
+import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
+
+/** The statement a Profile authorization must carry. */
+export const PROFILE_STATEMENT = "Access to User Profile.";
+/** The statement a Relationship graph authorization must carry. */
+export const RELATIONSHIP_GRAPH_STATEMENT = "Access to Relationship Graph.";
+
+/**
+ * How far a client's clock may run ahead of ours: `issuedAt` and `notBefore` are accepted up to this
+ * much in the future, so that a message signed "now" on a slightly fast clock is not refused.
+ * `expirationTime` gets no such grace: an expired authorization is never accepted.
+ */
+export const CLOCK_SKEW_SECONDS = 60;
+
+/** Longest `message` parsed; real SIWE messages are a few hundred bytes, and the ABNF parser is not cheap. */
+const MAX_MESSAGE_LENGTH = 16 * 1024;
+/** Budget for each EIP-1271 round trip to ETH_RPC_URL. */
+const ETH_RPC_TIMEOUT_MS = 5_000;
+/** EIP-1271's "valid signature" return value: bytes4(keccak256("isValidSignature(bytes32,bytes)")). */
+const EIP1271_MAGIC_VALUE = "0x1626ba7e";
+const EIP1271 = new Interface(["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"]);
+
+/** Options of createSiweVerifier. */
+export interface SiweVerifierOptions {
+  /** Accepted SIWE `domain` values (SIWE_DOMAINS); empty accepts any domain. Compared case-insensitively. */
+  domains: readonly string[];
+  /** How old `issuedAt` may be (SIWE_MAX_AGE_SECONDS). */
+  maxAgeSeconds: number;
+  /** JSON-RPC endpoint for EIP-1271 contract-wallet signatures (ETH_RPC_URL); null/absent: EOAs only. */
+  ethRpcUrl?: string | null;
+  /** The clock; injectable for tests. */
+  now?: () => Date;
+}
+
+/** A SIWE authorization that passed every check. */
+export interface VerifiedAuthorization {
+  /** The signer (the message's address), lowercase. */
+  address: string;
+  domain: string;
+  statement: string;
+  issuedAt: Date;
+  expirationTime: Date | null;
+}
+
+/** Checks a `sig`/`message` pair; the one SIWE check shared by REST, gRPC and the key nodes. */
+export interface SiweVerifier {
+  /**
+   * Resolves with the authorization, or rejects with InvalidAuthorizationError (10101),
+   * AuthorizationExpiredError (10100) or, when ETH_RPC_URL cannot be reached, UpstreamUnavailableError.
+   * `statement: null` accepts any statement.
+   */
+  verify(input: { sig: string; message: string; statement: string | null }): Promise<VerifiedAuthorization>;
+}
+
+/**
+ * Creates the verifier. The signature is checked before any time field, so that a correctly signed
+ * but expired message reports 10100 while a wrongly signed one reports 10101 whatever its times.
+ */
+export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
+  const domains = new Set(options.domains.map((domain) => domain.toLowerCase()));
+  const maxAgeMs = options.maxAgeSeconds * 1000;
+  const skewMs = CLOCK_SKEW_SECONDS * 1000;
+  const now = options.now ?? (() => new Date());
+  const ethRpcUrl = options.ethRpcUrl ?? null;
+
+  return {
+    async verify({ sig, message, statement }) {
+      if (typeof sig !== "string" || sig === "") throw new InvalidAuthorizationError("sig is required");
+      if (typeof message !== "string" || message === "") throw new InvalidAuthorizationError("message is required");
+      if (!/^0x[0-9a-fA-F]{130}$/.test(sig)) {
+        throw new InvalidAuthorizationError("sig must be a 65-byte signature: 0x followed by 130 hex digits");
+      }
+      const siwe = parse(message);
+      if (statement !== null && siwe.statement !== statement) {
+        throw new InvalidAuthorizationError(`message statement must be "${statement}"`);
+      }
+      if (domains.size > 0 && !domains.has(siwe.domain.toLowerCase())) {
+        throw new InvalidAuthorizationError(`message domain "${siwe.domain}" is not accepted`);
+      }
+      const issuedAt = date(siwe.issuedAt, "Issued At");
+      const expirationTime = siwe.expirationTime === undefined ? null : date(siwe.expirationTime, "Expiration Time");
+      const notBefore = siwe.notBefore === undefined ? null : date(siwe.notBefore, "Not Before");
+
+      if (!signedByEoa(message, sig, siwe.address)) {
+        if (ethRpcUrl === null || !(await signedByContract(ethRpcUrl, message, sig, siwe))) {
+          throw new InvalidAuthorizationError(`sig is not a signature of message by ${siwe.address}`);
+        }
+      }
+
+      const at = now().getTime();
+      if (expirationTime !== null && at >= expirationTime.getTime()) {
+        throw new AuthorizationExpiredError(`message expired at ${expirationTime.toISOString()}`);
+      }
+      if (notBefore !== null && notBefore.getTime() > at + skewMs) {
+        throw new AuthorizationExpiredError(`message is not valid before ${notBefore.toISOString()}`);
+      }
+      if (issuedAt.getTime() > at + skewMs) {
+        throw new AuthorizationExpiredError(`message Issued At ${issuedAt.toISOString()} is in the future`);
+      }
+      if (at - issuedAt.getTime() > maxAgeMs) {
+        throw new AuthorizationExpiredError(
+          `message was issued more than ${options.maxAgeSeconds} seconds ago; sign a new one`,
+        );
+      }
+      return {
+        address: siwe.address.toLowerCase(),
+        domain: siwe.domain,
+        statement: siwe.statement ?? "",
+        issuedAt,
+        expirationTime,
+      };
+    },
+  };
+}
+
+/** Parses an EIP-4361 text, turning any parser failure into 10101 with the parser's one-line reason when it has one. */
+function parse(message: string): SiweMessage {
+  if (message.length > MAX_MESSAGE_LENGTH) {
+    throw new InvalidAuthorizationError(`message is longer than ${MAX_MESSAGE_LENGTH} characters`);
+  }
+  try {
+    return new SiweMessage(message);
+  } catch (error) {
+    // The parser's first line reads like "line 2: invalid EIP-55 address - 0x…"; the rest is a parser state dump.
+    const first = error instanceof Error ? error.message.split("\n", 1)[0] : undefined;
+    const reason = first !== undefined && /^line \d+: .{1,160}$/.test(first) ? `: ${first}` : "";
+    throw new InvalidAuthorizationError(`message is not a valid EIP-4361 (Sign-In with Ethereum) message${reason}`);
+  }
+}
+
+function date(value: string | undefined, field: string): Date {
+  const parsed = value === undefined ? Number.NaN : Date.parse(value);
+  if (Number.isNaN(parsed)) throw new InvalidAuthorizationError(`message ${field} is missing or not a valid date`);
+  return new Date(parsed);
+}
+
+/** EIP-191 recovery over the exact text received, which is what the wallet signed. */
+function signedByEoa(message: string, sig: string, address: string): boolean {
+  try {
+    return verifyMessage(message, sig).toLowerCase() === address.toLowerCase();
+  } catch {
+    // Well-formed hex that is no valid secp256k1 signature (bad v, r or s) may still satisfy a contract wallet.
+    return false;
+  }
+}
+
+/**
+ * EIP-1271: asks the contract at the message's address whether it accepts `sig` for the message's
+ * EIP-191 hash. Per EIP-4361 contract accounts are resolved on the message's Chain ID, so a message
+ * for another chain than ETH_RPC_URL serves is not valid rather than checked on the wrong chain.
+ * A revert or a non-contract address means "not valid"; any other failure is the upstream's.
+ */
+async function signedByContract(url: string, message: string, sig: string, siwe: SiweMessage): Promise<boolean> {
+  if (!Number.isSafeInteger(siwe.chainId) || siwe.chainId < 1) return false;
+  const request = new FetchRequest(url);
+  request.timeout = ETH_RPC_TIMEOUT_MS;
+  // A static network stops ethers from probing the chain in a retry loop when the endpoint is down.
+  const provider = new JsonRpcProvider(request, siwe.chainId, { staticNetwork: true, batchMaxCount: 1 });
+  try {
+    const data = EIP1271.encodeFunctionData("isValidSignature", [hashMessage(message), sig]);
+    const [chainId, result] = await Promise.all([
+      provider.send("eth_chainId", []) as Promise<unknown>,
+      provider.call({ to: siwe.address, data }).catch((error: unknown) => {
+        if (isError(error, "CALL_EXCEPTION")) return "0x";
+        throw error;
+      }),
+    ]);
+    if (typeof chainId !== "string" || BigInt(chainId) !== BigInt(siwe.chainId)) return false;
+    // bytes4 is returned left-aligned in one 32-byte word.
+    return result.length === 66 && result.slice(0, 10).toLowerCase() === EIP1271_MAGIC_VALUE;
+  } catch (error) {
+    throw new UpstreamUnavailableError(
+      "the Ethereum RPC endpoint used to verify contract-wallet signatures is unavailable",
+      { cause: error },
+    );
+  } finally {
+    provider.destroy();
+  }
+}
