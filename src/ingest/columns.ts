@@ -1,0 +1,53 @@
+/**
+ * An append-only column of numbers in a typed array. Ingestion keeps one entry per record for
+ * millions of records; a plain array of numbers would cost twice to four times as much.
+ */
+export class NumberColumn {
+  private data: Float64Array | Uint32Array | Int32Array;
+  length = 0;
+
+  constructor(private readonly make: (size: number) => Float64Array | Uint32Array | Int32Array) {
+    this.data = make(1024);
+  }
+
+  push(value: number): void {
+    if (this.length === this.data.length) this.grow(this.length * 2);
+    this.data[this.length++] = value;
+  }
+
+  get(index: number): number {
+    return this.data[index] ?? 0;
+  }
+
+  set(index: number, value: number): void {
+    if (index >= this.data.length) this.grow(Math.max(index + 1, this.data.length * 2));
+    if (index >= this.length) this.length = index + 1;
+    this.data[index] = value;
+  }
+
+  /** The filled part, without copying. */
+  view(): Float64Array | Uint32Array | Int32Array {
+    return this.data.subarray(0, this.length);
+  }
+
+  private grow(size: number): void {
+    const next = this.make(size);
+    next.set(this.data);
+    this.data = next;
+  }
+}
+
+/** A column of 32-bit unsigned integers. */
+export function uint32Column(): NumberColumn {
+  return new NumberColumn((size) => new Uint32Array(size));
+}
+
+/** A column of 32-bit signed integers. */
+export function int32Column(): NumberColumn {
+  return new NumberColumn((size) => new Int32Array(size));
+}
+
+/** A column of doubles: integers up to 2^53. */
+export function float64Column(): NumberColumn {
+  return new NumberColumn((size) => new Float64Array(size));
+}

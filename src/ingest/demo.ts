@@ -1,0 +1,17 @@
+import { generateRecords, type GenerateOptions } from "./generate.js";
+import { ingestRecords, type IngestOptions, type IngestResult, type IngestTarget } from "./ingest.js";
+
+/**
+ * The bundled demo dataset: `relgraph generate` with no options writes the same records. Its demo
+ * users are u1 … u10 (Alice … Judy); u1 is social username "alice", game id "76561198000000001",
+ * first address demoWallet(1).address.
+ */
+export const DEMO_DATASET: Readonly<GenerateOptions> = Object.freeze({ users: 3000, seed: "relgraph-demo", meanDegree: 12 });
+
+/**
+ * Loads the demo dataset into a store, generating it in memory (no JSON round trip); used by
+ * `relgraph serve` when the embedded store gets no --data files.
+ */
+export function loadDemoDataset(store: IngestTarget, options: IngestOptions = {}): Promise<IngestResult> {
+  return ingestRecords(store, generateRecords(DEMO_DATASET), { ...options, source: "demo dataset" });
+}

@@ -1,0 +1,110 @@
+import { stat } from "node:fs/promises";
+import type { GraphStore } from "../store/store.js";
+import { readLines } from "./read-lines.js";
+import { createLoadValidator, type LoadValidator, type StoredGraph } from "./validate.js";
+
+export { IngestValidationError } from "./validate.js";
+
+/** What ingestion needs of a store: the lookups validation makes, and the write. */
+export type IngestTarget = StoredGraph & Pick<GraphStore, "write">;
+
+/** Progress of a load: records parsed so far, then records written. */
+export type IngestProgress =
+  | { phase: "parse"; records: number; file: string }
+  | { phase: "write"; written: number; total: number };
+
+/** A minimal logger; a pino logger fits. */
+export interface IngestLogger {
+  info(message: string): void;
+}
+
+/** Options of ingestFiles and ingestRecords. */
+export interface IngestOptions {
+  /** Called every PARSE_PROGRESS_EVERY records while parsing, and after each batch the store flushes. */
+  onProgress?: (progress: IngestProgress) => void;
+  logger?: IngestLogger;
+  /** How many errors a failure report lists before "… and N more errors". Default 100. */
+  maxErrors?: number;
+  /** Validate only (against the store too), and write nothing. */
+  dryRun?: boolean;
+}
+
+/** The outcome of a successful load. */
+export interface IngestResult {
+  /** Records read (non-blank lines). */
+  records: number;
+  /** Distinct users the load defines. */
+  users: number;
+  seconds: number;
+  recordsPerSecond: number;
+}
+
+/** How often parse progress is reported, in records. */
+export const PARSE_PROGRESS_EVERY = 100_000;
+
+/**
+ * Loads JSON Lines files into the store as one load: every record of every file is validated (see
+ * validate.ts) before anything is written. Throws IngestValidationError, listing `file:line:
+ * reason`, when any record is invalid or a file cannot be read; the store is then untouched.
+ */
+export async function ingestFiles(store: IngestTarget, files: readonly string[], options: IngestOptions = {}): Promise<IngestResult> {
+  const started = performance.now();
+  const validator = createLoadValidator({ sources: files, maxErrors: options.maxErrors });
+  const unreadable = await Promise.all(files.map(readProblem));
+  unreadable.forEach((problem, source) => problem && validator.reject(source, 0, problem));
+  if (unreadable.some(Boolean)) return finish(store, validator, started, options);
+  for (const [source, file] of files.entries()) {
+    let reported = validator.records;
+    await readLines(file, (text, line) => {
+      validator.addLine(text, source, line);
+      if (validator.records - reported >= PARSE_PROGRESS_EVERY) {
+        reported = validator.records;
+        options.onProgress?.({ phase: "parse", records: reported, file });
+      }
+    });
+  }
+  options.logger?.info(`parsed ${validator.records} records from ${files.length} file(s)`);
+  return finish(store, validator, started, options);
+}
+
+/**
+ * Loads records that are already parsed (e.g. from the generator) as one load, with the same
+ * validation as files. Error locations cite `source` and the record's 1-based position.
+ */
+export async function ingestRecords(
+  store: IngestTarget,
+  records: Iterable<unknown>,
+  options: IngestOptions & { source?: string } = {},
+): Promise<IngestResult> {
+  const started = performance.now();
+  const validator = createLoadValidator({ sources: [options.source ?? "records"], maxErrors: options.maxErrors });
+  let line = 0;
+  for (const record of records) validator.addRecord(record, 0, ++line);
+  return finish(store, validator, started, options);
+}
+
+async function finish(store: IngestTarget, validator: LoadValidator, started: number, options: IngestOptions): Promise<IngestResult> {
+  const batch = await validator.finish(store);
+  options.logger?.info(`validated ${validator.records} records defining ${batch.users.length} users`);
+  if (!options.dryRun) {
+    await store.write(batch, (progress) => options.onProgress?.({ phase: "write", ...progress }));
+    options.logger?.info(`wrote ${validator.records} records`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    records: validator.records,
+    users: batch.users.length,
+    seconds,
+    recordsPerSecond: seconds > 0 ? validator.records / seconds : 0,
+  };
+}
+
+/** Why a file cannot be read, or null when it can. */
+async function readProblem(file: string): Promise<string | null> {
+  try {
+    const info = await stat(file);
+    return info.isFile() ? null : "cannot read: not a regular file";
+  } catch (error) {
+    return `cannot read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+  }
+}

@@ -1,0 +1,172 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { Writable } from "node:stream";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { runGenerate, runIngest, type CliIo } from "../../src/ingest/cli.js";
+import { demoWallet } from "../../src/ingest/demo-wallet.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { addr, createFileBox, dump, userLine, type FileBox } from "./helpers.js";
+
+/** Collects what a command writes to stdout and stderr. */
+function captureIo(): CliIo & { out(): string; err(): string } {
+  const sink = () => {
+    const chunks: Buffer[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(Buffer.from(chunk));
+        done();
+      },
+    });
+    return { stream, text: () => Buffer.concat(chunks).toString("utf8") };
+  };
+  const stdout = sink();
+  const stderr = sink();
+  return { stdout: stdout.stream, stderr: stderr.stream, out: stdout.text, err: stderr.text };
+}
+
+const ENV_KEYS = ["REDIS_URL", "REDIS_CLUSTER_NODES"] as const;
+let savedEnv: Record<string, string | undefined>;
+let box: FileBox;
+
+beforeEach(async () => {
+  savedEnv = Object.fromEntries(ENV_KEYS.map((key) => [key, process.env[key]]));
+  for (const key of ENV_KEYS) delete process.env[key];
+  box = await createFileBox();
+});
+
+afterEach(async () => {
+  for (const key of ENV_KEYS) {
+    if (savedEnv[key] === undefined) delete process.env[key];
+    else process.env[key] = savedEnv[key];
+  }
+  await box.remove();
+});
+
+const A = addr("a1");
+const B = addr("b1");
+const K = addr("c0001");
+const GOOD = [
+  userLine("u1", [A], { social: { username: "Alice" } }),
+  userLine("u2", [B]),
+  { type: "friend", a: "u1", b: "u2", description: "met" },
+  { type: "follow", from: "u2", to: "u1" },
+  { type: "interaction", address: A, contract: K },
+  { type: "release", relationId: "u1", peers: "*" },
+];
+
+describe("relgraph ingest, without a store configured", () => {
+  it("prints help", async () => {
+    const io = captureIo();
+    expect(await runIngest(["--help"], io)).toBe(0);
+    expect(io.out()).toMatch(/^Usage: relgraph ingest/);
+  });
+
+  it("refuses to run without files or with unknown options", async () => {
+    const io = captureIo();
+    expect(await runIngest([], io)).toBe(2);
+    expect(await runIngest(["--frobnicate", "a.jsonl"], io)).toBe(2);
+    expect(await runIngest(["--max-errors", "none", "a.jsonl"], io)).toBe(2);
+    expect(io.err()).toContain('Run "relgraph ingest --help" for usage.');
+  });
+
+  it("prints file:line: reason for each invalid record and exits 1", async () => {
+    const path = await box.write("bad.jsonl", [...GOOD, { type: "follow", from: "u1", to: "u3" }, "not json"]);
+    const io = captureIo();
+    expect(await runIngest([path], io)).toBe(1);
+    const lines = box.relative(io.err().trimEnd().split("\n"));
+    expect(lines[0]).toBe('bad.jsonl:7: unknown relationId "u3": not in this load and not stored');
+    expect(lines[1]).toMatch(/^bad\.jsonl:8: invalid JSON: /);
+    expect(lines[2]).toBe("relgraph ingest: 2 errors in the load; nothing was written");
+  });
+
+  it("validates with --dry-run, and refuses to pretend it loaded into the embedded store", async () => {
+    const path = await box.write("good.jsonl", GOOD);
+    const dry = captureIo();
+    expect(await runIngest(["--dry-run", path], dry)).toBe(0);
+    expect(dry.out()).toMatch(/^valid: 6 records \(2 users\) from 1 file in [\d.]+ s, [\d,]+ records\/s; nothing written \(--dry-run\)\n$/);
+    const io = captureIo();
+    expect(await runIngest([path], io)).toBe(1);
+    expect(io.err()).toContain("no store is configured: set REDIS_URL or REDIS_CLUSTER_NODES. Nothing was written.");
+  });
+});
+
+describe("relgraph ingest into Redis", () => {
+  let server: TestRedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("loads files, leaves the same state when loaded again, and writes nothing from a bad load", async () => {
+    process.env.REDIS_URL = server.url;
+    const users = await box.write("users.jsonl", GOOD.slice(0, 2));
+    const relations = await box.write("relations.jsonl", GOOD.slice(2));
+    const io = captureIo();
+    expect(await runIngest([relations, users], io)).toBe(0);
+    expect(io.out()).toMatch(/^ingested 6 records \(2 users\) from 2 files in [\d.]+ s, [\d,]+ records\/s into redis\n$/);
+
+    const store = await createRedisStore({ url: server.url });
+    try {
+      const first = await dump(store, ["u1", "u2"]);
+      expect(first.u1).toMatchObject({ friends: ["u2"], followers: ["u2"], contracts: [K], release: "*" });
+      expect(await store.resolve([{ kind: "social", value: "alice" }])).not.toEqual([null]);
+
+      expect(await runIngest([users, relations], captureIo())).toBe(0);
+      expect(await dump(store, ["u1", "u2"])).toEqual(first);
+
+      // A second load may refer to stored users; a bad line anywhere keeps all of it out.
+      const more = await box.write("more.jsonl", [userLine("u3", [addr("c3")]), { type: "friend", a: "u3", b: "u1" }, { type: "friend", a: "u3", b: "u3" }]);
+      const bad = captureIo();
+      expect(await runIngest([more], bad)).toBe(1);
+      expect(box.relative(bad.err().split("\n"))[0]).toBe("more.jsonl:3: a user cannot be their own friend");
+      expect(await store.resolveRelationIds(["u3"])).toEqual([null]);
+      expect(await dump(store, ["u1", "u2"])).toEqual(first);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("reports an unreachable store without a stack trace", async () => {
+    process.env.REDIS_URL = "redis://127.0.0.1:1";
+    const path = await box.write("good.jsonl", GOOD);
+    const io = captureIo();
+    expect(await runIngest([path], io)).toBe(1);
+    expect(io.err()).toMatch(/^relgraph ingest: /);
+    expect(io.err()).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe("relgraph generate", () => {
+  it("writes the demo dataset by default, the same on stdout and into a file", async () => {
+    const stdout = captureIo();
+    expect(await runGenerate([], stdout)).toBe(0);
+    const path = `${box.dir}/demo.jsonl`;
+    const file = captureIo();
+    expect(await runGenerate(["--out", path], file)).toBe(0);
+    const text = await readFile(path, "utf8");
+    expect(createHash("sha256").update(text).digest("hex")).toBe(createHash("sha256").update(stdout.out()).digest("hex"));
+    const first = JSON.parse(text.slice(0, text.indexOf("\n")));
+    expect(first).toMatchObject({ type: "user", relationId: "u1", addresses: [demoWallet(1).address, expect.any(String)] });
+    expect(file.err()).toMatch(/^generated [\d,]+ records in [\d.]+ s into /);
+  });
+
+  it("takes --users, --seed and --mean-degree, and rejects bad values", async () => {
+    const io = captureIo();
+    expect(await runGenerate(["--users", "40", "--seed", "x", "--mean-degree", "3"], io)).toBe(0);
+    const lines = io.out().trimEnd().split("\n").map((line) => JSON.parse(line));
+    expect(lines.filter((record) => record.type === "user")).toHaveLength(40);
+    const again = captureIo();
+    await runGenerate(["--users", "40", "--seed", "x", "--mean-degree", "3"], again);
+    expect(again.out()).toBe(io.out());
+    const bad = captureIo();
+    expect(await runGenerate(["--users", "ten"], bad)).toBe(2);
+    expect(await runGenerate(["--users", "5", "--mean-degree", "9"], bad)).toBe(2);
+    expect(bad.err()).toContain("meanDegree must be from 0 to users - 1 (4), got 9");
+    // Without --mean-degree, small graphs get a mean degree they can have.
+    expect(await runGenerate(["--users", "5"], captureIo())).toBe(0);
+    expect(await runGenerate(["--help"], captureIo())).toBe(0);
+  });
+});
