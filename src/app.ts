@@ -1,0 +1,77 @@
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import type { FastifyInstance } from "fastify";
+import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
+import type { SiweVerifier } from "./auth/siwe.js";
+import { keyNodeRoutes } from "./crypto/key-node.js";
+import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
+import { restFacade } from "./rest/facade.js";
+import { toPublicError } from "./rpc/errors.js";
+import { createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import { registerReflection } from "./rpc/reflection.js";
+import type { RelationServiceMethods } from "./rpc/relation-service.js";
+import type { GraphStore } from "./store/store.js";
+
+/** Path where the server publishes its key network (public material; no ApiKey needed). */
+export const KEY_NETWORK_PATH = "/key-network";
+
+/** Everything the app serves, already built by the composition root (cli/serve.ts) or a test. */
+export interface AppOptions {
+  service: RelationServiceMethods;
+  gate: RequestGate;
+  store: Pick<GraphStore, "ping">;
+  /** The key network clients decrypt with, published at KEY_NETWORK_PATH. */
+  keyNetwork: PublicKeyNetwork | null;
+  /** Key nodes served inside this server (the development network only). */
+  keyNodes?: { prefix: string; share: KeyShare }[];
+  /** Verifies the authorizations that in-process key nodes receive. */
+  verifier: SiweVerifier;
+}
+
+/**
+ * relgraph as a Fastify plugin: the RelationService over Connect, gRPC and gRPC-Web, gRPC reflection,
+ * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
+ */
+export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier } = options;
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
+    // Fastify's own 4xx (a malformed URL, an oversized body) are the client's fault; all else is ours.
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send({ code: "11600", desc: "malformed request", data: null });
+    }
+    const failure = toPublicError(err, request.log);
+    return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
+  });
+
+  await app.register(fastifyConnectPlugin, {
+    routes(router) {
+      router.service(RelationService, service, {
+        // The error interceptor is outermost, so ApiKey failures are translated too.
+        interceptors: [createErrorInterceptor(app.log), createApiKeyInterceptor(gate)],
+      });
+      // Reflection carries only the public schema, so it needs no ApiKey: `buf curl` works bare.
+      registerReflection(router, { services: [RelationService] });
+    },
+  });
+
+  await app.register(restFacade, { service, gate });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/readyz", async (request, reply) => {
+    try {
+      await store.ping();
+      return { status: "ready" };
+    } catch (err) {
+      request.log.warn({ err }, "readiness check failed");
+      return reply.code(503).send({ status: "unavailable" });
+    }
+  });
+
+  app.get(KEY_NETWORK_PATH, async (_request, reply) => {
+    if (!keyNetwork) return reply.code(404).send({ error: "this server encrypts with the Lit network; see its docs" });
+    return keyNetwork;
+  });
+  for (const node of keyNodes) {
+    await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier });
+  }
+}

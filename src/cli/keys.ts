@@ -1,0 +1,65 @@
+import { parseArgs } from "node:util";
+import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys.js";
+import { loadConfig } from "../config/config.js";
+import { createStore } from "../store/index.js";
+
+const HELP = `Usage: relgraph keys create [--label TEXT] | list | revoke ID
+
+Manages ApiKeys in the configured store (REDIS_URL or REDIS_CLUSTER_NODES). Only a SHA-256 hash of
+each key is stored: "create" prints the key once, and it cannot be shown again.
+Revocation takes effect on running servers within 5 seconds (their lookup cache).
+`;
+
+/** The streams a command writes to. */
+export interface KeysIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/** `relgraph keys ...`; resolves with the exit code. */
+export async function runKeys(argv: string[], io: KeysIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { label: { type: "string", default: "" }, help: { type: "boolean", short: "h" } },
+    allowPositionals: true,
+  });
+  const [action, id, ...extra] = positionals;
+  if (values.help) {
+    io.stdout.write(HELP);
+    return 0;
+  }
+  const known = action === "create" || action === "list" || (action === "revoke" && id !== undefined);
+  if (!known || extra.length > 0 || (action !== "revoke" && id !== undefined)) {
+    io.stderr.write(HELP);
+    return 2;
+  }
+  const config = loadConfig();
+  if (!config.redisUrl && config.redisClusterNodes.length === 0) {
+    io.stderr.write("relgraph keys: keys live in the store; set REDIS_URL or REDIS_CLUSTER_NODES (the embedded store is per process)\n");
+    return 2;
+  }
+  const store = await createStore(config);
+  try {
+    if (action === "create") {
+      const { key, record } = await createApiKey(store, values.label);
+      io.stdout.write(`${key}\n`);
+      io.stderr.write(`created key ${record.id}${record.label ? ` (${record.label})` : ""}; it is shown only this once\n`);
+      return 0;
+    }
+    if (action === "list") {
+      for (const record of await listApiKeys(store)) {
+        const state = record.revokedAt ? `revoked ${record.revokedAt}` : "active";
+        io.stdout.write(`${record.id}\t${record.createdAt}\t${state}\t${record.label}\n`);
+      }
+      return 0;
+    }
+    if (await revokeApiKey(store, id!)) {
+      io.stdout.write(`revoked ${id}\n`);
+      return 0;
+    }
+    io.stderr.write(`relgraph keys: no key has id "${id}"\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+import { runDecrypt, runKeygen, runKeynode } from "../crypto/cli.js";
+import { runGenerate, runIngest } from "../ingest/cli.js";
+import { runKeys } from "./keys.js";
+import { runServe } from "./serve.js";
+
+const HELP = `Usage: relgraph <command> [options]
+
+Commands:
+  serve [--data FILE.jsonl ...]   run the server (REST, Connect, gRPC, gRPC-Web, reflection on one port)
+  ingest FILE.jsonl ...           validate, then load files into the configured Redis
+  generate --users N --seed S     write a seeded synthetic graph as JSON Lines
+  keys create|list|revoke         manage ApiKeys in the store
+  keygen --threshold T --nodes N --out DIR   deal a threshold key network
+  keynode --share FILE            run one key node of a network
+  decrypt --server URL --sig SIG --message-file FILE   decrypt an EncryptedData read on stdin
+
+Run "relgraph <command> --help" for a command's options. Configuration comes from the environment;
+see README.md ("Configuration").
+`;
+
+const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
+
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  serve: (argv) => runServe(argv, io),
+  ingest: (argv) => runIngest(argv, io),
+  generate: (argv) => runGenerate(argv, io),
+  keys: (argv) => runKeys(argv, io),
+  keygen: (argv) => runKeygen(argv, io),
+  keynode: (argv) => runKeynode(argv, io),
+  decrypt: (argv) => runDecrypt(argv, io),
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    process.stderr.write(`relgraph: unknown command "${command}"\n\n${HELP}`);
+    return 2;
+  }
+  return run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve keeps running; every other command ends here.
+    if (code !== -1) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`relgraph: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

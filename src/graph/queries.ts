@@ -1,0 +1,255 @@
+import { createHash } from "node:crypto";
+import type { CursorCodec } from "../domain/cursor.js";
+import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
+import type { Identity, UserId, UserRecord } from "../domain/model.js";
+import { CandidateTally, describeCandidate, rankCandidates, SIGNALS, type Candidate } from "../domain/recommend.js";
+import type { GraphStore } from "../store/store.js";
+
+/** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
+export interface PageRequest {
+  limit: number;
+  cursor: string;
+}
+
+/** One page of results and the cursor of the next page ("" on the last page). */
+export interface Page<T> {
+  items: T[];
+  cursor: string;
+}
+
+/** A user with the description of why it is listed. */
+export interface DescribedUser {
+  user: UserRecord;
+  description: string;
+}
+
+/**
+ * Bounds that keep recommendation work flat around hubs and popular assets: a DEX router touched by
+ * half the graph says nothing about who someone knows, and reading its holders would make every
+ * call slow. Sets over these sizes are skipped without being read (the store checks SCARD first).
+ */
+export interface RecommendationLimits {
+  /** Longest recommendation chain served across all pages. */
+  maxResults: number;
+  /** How many of the user's own friends/followings/followers are expanded (lowest ids first, for determinism). */
+  maxExpanded: number;
+  /** Neighbour sets larger than this (hubs) are not expanded. */
+  maxNeighbourSet: number;
+  /** How many of the user's contracts and NFT collections are expanded. */
+  maxAssets: number;
+  /** Assets held by more users than this are not expanded. */
+  maxAssetHolders: number;
+  /** How long a recommendation snapshot (and so its cursor chain) lives, in seconds. */
+  snapshotTtlSeconds: number;
+}
+
+/** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
+export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
+  maxResults: 500,
+  maxExpanded: 500,
+  maxNeighbourSet: 1000,
+  maxAssets: 200,
+  maxAssetHolders: 1000,
+  snapshotTtlSeconds: 15 * 60,
+};
+
+/** Graph queries over a store: the domain operations behind every RPC, free of any protocol. */
+export class GraphQueries {
+  constructor(
+    private readonly store: GraphStore,
+    private readonly cursors: CursorCodec,
+    private readonly limits: RecommendationLimits = DEFAULT_RECOMMENDATION_LIMITS,
+  ) {}
+
+  /** Resolves identities to distinct users; UserNotFoundError names the first unknown one. */
+  async resolveUsers(identities: readonly Identity[]): Promise<UserId[]> {
+    const ids = await this.store.resolve(identities);
+    const distinct = new Set<UserId>();
+    ids.forEach((id, i) => {
+      if (id === null) {
+        const missing = identities[i]!;
+        throw new UserNotFoundError(`no user has ${IDENTITY_PARAM[missing.kind]} "${missing.value}"`);
+      }
+      distinct.add(id);
+    });
+    return [...distinct];
+  }
+
+  /** Loads one user; UserNotFoundError when it vanished between resolution and load. */
+  async user(id: UserId): Promise<UserRecord> {
+    const [user] = await this.store.users([id]);
+    if (!user) throw new UserNotFoundError("the queried user does not exist");
+    return user;
+  }
+
+  /** How many users `id` follows, and how many follow `id`. */
+  async followCounts(id: UserId): Promise<{ followingCount: number; followerCount: number }> {
+    const [following, followers] = await Promise.all([
+      this.store.userSetSizes("following", [id]),
+      this.store.userSetSizes("followers", [id]),
+    ]);
+    return { followingCount: following[0] ?? 0, followerCount: followers[0] ?? 0 };
+  }
+
+  /** Users who are friends of every one of `ids`, in ascending relationId order. */
+  async mutualFriends(ids: readonly UserId[], page: PageRequest): Promise<Page<UserRecord>> {
+    const scope = `mf:${[...ids].sort((a, b) => a - b).join(",")}`;
+    const members = await this.store.userSetIntersection("friends", ids);
+    const { pageIds, cursor } = await this.keysetPage(scope, members, page);
+    return { items: await this.hydrate(pageIds), cursor };
+  }
+
+  /** Contracts every address interacted with, lowercase and ascending. */
+  async mutualContracts(addresses: readonly string[]): Promise<string[]> {
+    const known = await this.store.addressesKnown(addresses);
+    const unknown = addresses.find((_, i) => !known[i]);
+    if (unknown !== undefined) throw new UserNotFoundError(`address "${unknown}" is not known to relgraph`);
+    const contracts = await this.store.contractIntersection(addresses);
+    return contracts.sort();
+  }
+
+  /** The user's released friends, in ascending relationId order, with each relation's description. */
+  async relationshipGraph(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
+    const [friends, release] = await Promise.all([this.store.userSet("friends", id), this.store.release(id)]);
+    let released = friends;
+    if (release !== "*") {
+      const allowed = new Set(release);
+      released = friends.filter((friend) => allowed.has(friend));
+    }
+    const { pageIds, cursor } = await this.keysetPage(`rg:${id}`, released, page);
+    const [users, descriptions] = await Promise.all([
+      this.hydrate(pageIds),
+      this.store.friendDescriptions(id, pageIds),
+    ]);
+    return { items: users.map((user, i) => ({ user, description: descriptions[i] ?? "" })), cursor };
+  }
+
+  /**
+   * Users sharing at least one signal with `id`, best first. The first page computes and stores a
+   * snapshot of the whole ranking; later pages read it, so a cursor chain never repeats a user even
+   * if the graph changes meanwhile. A snapshot is keyed by user and content fingerprint, so concurrent
+   * first pages share one snapshot, and an expired one is rebuilt when the graph has not changed.
+   */
+  async recommendations(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
+    const scope = `rec:${id}`;
+    let ranking: Candidate[];
+    let fingerprint: string;
+    let offset = 0;
+    if (page.cursor === "") {
+      ranking = await this.rankRecommendations(id);
+      fingerprint = fingerprintOf(ranking);
+    } else {
+      const state = this.cursors.decode(scope, page.cursor);
+      if (typeof state.f !== "string" || !Number.isSafeInteger(state.o) || (state.o as number) < 0) {
+        throw new InvalidCursorError("cursor is invalid: pass back the cursor of the previous page verbatim");
+      }
+      fingerprint = state.f;
+      offset = state.o as number;
+      ranking = await this.loadSnapshot(id, fingerprint);
+    }
+    const slice = ranking.slice(offset, offset + page.limit);
+    const hasMore = offset + page.limit < ranking.length;
+    if (page.cursor === "" && hasMore) {
+      await this.store.putPagingState(snapshotKey(id, fingerprint), JSON.stringify(ranking.map(packCandidate)), this.limits.snapshotTtlSeconds);
+    }
+    const users = await this.hydrate(slice.map((c) => c.id));
+    return {
+      items: users.map((user, i) => ({ user, description: describeCandidate(slice[i]!.counts) })),
+      cursor: hasMore ? this.cursors.encode(scope, { f: fingerprint, o: offset + page.limit }) : "",
+    };
+  }
+
+  private async loadSnapshot(id: UserId, fingerprint: string): Promise<Candidate[]> {
+    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint));
+    if (stored !== null) return (JSON.parse(stored) as number[][]).map(unpackCandidate);
+    // The snapshot expired or was evicted: a recomputation with the same fingerprint is the same chain.
+    const ranking = await this.rankRecommendations(id);
+    if (fingerprintOf(ranking) !== fingerprint) {
+      throw new InvalidCursorError("cursor has expired: the graph changed since the first page; start again with an empty cursor");
+    }
+    return ranking;
+  }
+
+  private async rankRecommendations(id: UserId): Promise<Candidate[]> {
+    const { store, limits } = this;
+    const [friends, following, followers, contracts, nfts] = await Promise.all([
+      store.userSet("friends", id),
+      store.userSet("following", id),
+      store.userSet("followers", id),
+      store.userAssets("contracts", id),
+      store.userAssets("nfts", id),
+    ]);
+    const tally = new CandidateTally(new Set([id, ...friends]));
+    const expand = (ids: UserId[]) => [...ids].sort((a, b) => a - b).slice(0, limits.maxExpanded);
+    const firstAssets = (assets: string[]) => [...assets].sort().slice(0, limits.maxAssets);
+
+    const [friendsOfFriends, followersOfFollowed, followedByFollowers, contractHolders, nftHolders] = await Promise.all([
+      store.userSetsBounded("friends", expand(friends), limits.maxNeighbourSet),
+      store.userSetsBounded("followers", expand(following), limits.maxNeighbourSet),
+      store.userSetsBounded("following", expand(followers), limits.maxNeighbourSet),
+      store.assetHoldersBounded("contracts", firstAssets(contracts), limits.maxAssetHolders),
+      store.assetHoldersBounded("nfts", firstAssets(nfts), limits.maxAssetHolders),
+    ]);
+    for (const set of friendsOfFriends) if (set) tally.add("mutualFriends", set);
+    for (const set of followersOfFollowed) if (set) tally.add("sharedFollowings", set);
+    for (const set of followedByFollowers) if (set) tally.add("sharedFollowers", set);
+    for (const set of contractHolders) if (set) tally.add("sharedContracts", set);
+    for (const set of nftHolders) if (set) tally.add("sharedNfts", set);
+
+    const contenders = tally.contenders(limits.maxResults);
+    const relationIds = await store.relationIds(contenders.map((c) => c.id));
+    return rankCandidates(contenders, relationIds, limits.maxResults);
+  }
+
+  /**
+   * Keyset paging in ascending relationId order: the cursor holds the last relationId served, so
+   * pages stay consistent without server state and every member is served exactly once.
+   */
+  private async keysetPage(scope: string, members: readonly UserId[], page: PageRequest) {
+    let after = "";
+    if (page.cursor !== "") {
+      const state = this.cursors.decode(scope, page.cursor);
+      if (typeof state.a !== "string" || state.a === "") {
+        throw new InvalidCursorError("cursor is invalid: pass back the cursor of the previous page verbatim");
+      }
+      after = state.a;
+    }
+    const relationIds = await this.store.relationIds(members);
+    const ordered = members
+      .map((id, i) => ({ id, relationId: relationIds[i]! }))
+      .filter((m) => m.relationId !== "" && m.relationId > after)
+      .sort((a, b) => (a.relationId < b.relationId ? -1 : 1));
+    const served = ordered.slice(0, page.limit);
+    const last = served[served.length - 1];
+    const cursor = ordered.length > page.limit && last ? this.cursors.encode(scope, { a: last.relationId }) : "";
+    return { pageIds: served.map((m) => m.id), cursor };
+  }
+
+  private async hydrate(ids: readonly UserId[]): Promise<UserRecord[]> {
+    if (ids.length === 0) return [];
+    const users = await this.store.users(ids);
+    // A user deleted between listing and hydration is skipped rather than failing the page.
+    return users.filter((user): user is UserRecord => user !== null);
+  }
+}
+
+/** The query parameter that names each identity kind, for error messages. */
+export const IDENTITY_PARAM = { address: "address", social: "socialUsername", game: "gameId" } as const;
+
+function snapshotKey(id: UserId, fingerprint: string): string {
+  return `rec:${id}:${fingerprint}`;
+}
+
+function packCandidate(c: Candidate): number[] {
+  return [c.id, c.score, ...c.counts];
+}
+
+function unpackCandidate(row: number[]): Candidate {
+  return { id: row[0]!, score: row[1]!, counts: row.slice(2, 2 + SIGNALS.length) };
+}
+
+function fingerprintOf(ranking: readonly Candidate[]): string {
+  const hash = createHash("sha256");
+  for (const c of ranking) hash.update(`${c.id}:${c.counts.join(",")};`);
+  return hash.digest("base64url").slice(0, 22);
+}

@@ -1,0 +1,102 @@
+import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  MultiDimensionalRecommendationResponseSchema,
+  MutualContractInteractionResponseSchema,
+  MutualFriendResponseSchema,
+  ProfileResponseSchema,
+  RelationshipGraphResponseSchema,
+} from "../../gen/relgraph/v1/relation_service_pb.js";
+import { InvalidArgumentError } from "../domain/errors.js";
+import { toPublicError } from "../rpc/errors.js";
+import { API_KEY_HEADER, type RequestGate } from "../rpc/interceptors.js";
+import { toContractJson } from "../rpc/json.js";
+import type { RelationServiceMethods } from "../rpc/relation-service.js";
+import {
+  decodeMutualContractInteraction,
+  decodeMutualFriend,
+  decodeProfile,
+  decodeRecommendation,
+  decodeRelationshipGraph,
+  type Query,
+} from "./codec.js";
+
+/** One REST route: a path, the codec of its request message, the RPC, and the response schema. */
+interface Route<Res extends DescMessage> {
+  path: string;
+  call: (service: RelationServiceMethods, query: Query) => Promise<MessageInitShape<Res>>;
+  response: Res;
+}
+
+const route = <Res extends DescMessage>(r: Route<Res>) => r as unknown as Route<DescMessage>;
+
+/** The route table: every REST path of the spec and the RPC it transcodes onto. */
+export const REST_ROUTES: readonly Route<DescMessage>[] = [
+  route({ path: "/api/v1/profile", call: (s, q) => s.profile(decodeProfile(q)), response: ProfileResponseSchema }),
+  route({
+    path: "/api/v1/relationshipGraph",
+    call: (s, q) => s.relationshipGraph(decodeRelationshipGraph(q)),
+    response: RelationshipGraphResponseSchema,
+  }),
+  // The spec spells this path two ways; both are served.
+  ...["/api/v1/multi-dimensional-recommendation", "/api/v1/multiDimensionalRecommendation"].map((path) =>
+    route({
+      path,
+      call: (s, q) => s.multiDimensionalRecommendation(decodeRecommendation(q)),
+      response: MultiDimensionalRecommendationResponseSchema,
+    }),
+  ),
+  route({ path: "/api/v1/mutualFriend", call: (s, q) => s.mutualFriend(decodeMutualFriend(q)), response: MutualFriendResponseSchema }),
+  route({
+    path: "/api/v1/mutualContractInteraction",
+    call: (s, q) => s.mutualContractInteraction(decodeMutualContractInteraction(q)),
+    response: MutualContractInteractionResponseSchema,
+  }),
+];
+
+/** Options of the REST facade plugin. */
+export interface RestFacadeOptions {
+  service: RelationServiceMethods;
+  gate: RequestGate;
+}
+
+/**
+ * The REST facade: a pure proxy that decodes GET query strings into request messages, calls the
+ * RPC implementation, and wraps the response's JSON in the spec's envelope. It holds no logic of
+ * its own and never touches the store.
+ */
+export async function restFacade(app: FastifyInstance, { service, gate }: RestFacadeOptions): Promise<void> {
+  const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
+    const failure = toPublicError(err, request.log);
+    return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
+  };
+
+  for (const { path, call, response } of REST_ROUTES) {
+    app.get(path, async (request, reply) => {
+      try {
+        await gate.admit(apiKeyOf(request));
+        const result = await call(service, request.query as Query);
+        const json = toContractJson(response, create(response, result));
+        return reply.send({ code: "0", desc: "success", ...json });
+      } catch (err) {
+        return sendError(request, reply, err);
+      }
+    });
+  }
+
+  // Unknown paths under /api/v1/ still require the key first, then answer in the envelope.
+  app.get("/api/v1/*", async (request, reply) => {
+    try {
+      await gate.admit(apiKeyOf(request));
+    } catch (err) {
+      return sendError(request, reply, err);
+    }
+    const failure = toPublicError(new InvalidArgumentError(`no such operation: GET ${request.url.split("?")[0]}`));
+    return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+  });
+}
+
+function apiKeyOf(request: FastifyRequest): string | undefined {
+  const value = request.headers[API_KEY_HEADER];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,135 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  EncryptedDataSchema,
+  GameSchema,
+  ProfileSchema,
+  RelationSchema,
+  RelationshipGraphEntrySchema,
+  SocialSchema,
+  UserInfoSchema,
+  type MultiDimensionalRecommendationRequest,
+  type MultiDimensionalRecommendationResponseSchema,
+  type MutualContractInteractionRequest,
+  type MutualContractInteractionResponseSchema,
+  type MutualFriendRequest,
+  type MutualFriendResponseSchema,
+  type ProfileRequest,
+  type ProfileResponseSchema,
+  type RelationshipGraphRequest,
+  type RelationshipGraphResponseSchema,
+  type UserInfo,
+} from "../../gen/relgraph/v1/relation_service_pb.js";
+import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT, type SiweVerifier } from "../auth/siwe.js";
+import type { ResultEncryptor } from "../crypto/encryptor.js";
+import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
+import type { UserRecord } from "../domain/model.js";
+import type { GraphQueries } from "../graph/queries.js";
+import { toContractJson } from "./json.js";
+import { addressList, identityList, pageRequest, singleIdentity, type SingleIdentityFields } from "./params.js";
+
+/** What the service needs; everything is injected so each protocol and test shares one implementation. */
+export interface RelationServiceDeps {
+  queries: GraphQueries;
+  authorizer: SiweVerifier;
+  encryptor: ResultEncryptor;
+}
+
+/**
+ * Creates the RelationService implementation. It only maps messages to graph queries and back;
+ * validation lives in params.ts, authorization in the Authorizer, encryption in the Encryptor.
+ */
+export function createRelationService({ queries, authorizer, encryptor }: RelationServiceDeps) {
+  /**
+   * Verifies the authorization, resolves the user, and checks that the signer owns it. The
+   * authorization is checked before the lookup, so a caller without one learns nothing about
+   * which users exist beyond what the open operations show.
+   */
+  async function authorizeOwner(req: SingleIdentityFields & { sig: string; message: string }, statement: string) {
+    const identity = singleIdentity(req);
+    const { address: signer } = await authorizer.verify({ sig: req.sig, message: req.message, statement });
+    const [id] = await queries.resolveUsers([identity]);
+    const user = await queries.user(id!);
+    if (!user.addresses.includes(signer)) {
+      throw new NotOwnerError("the signer of message is not one of the queried user's addresses");
+    }
+    return { user, signer };
+  }
+
+  const encryptJson = async (signer: string, json: unknown) =>
+    create(EncryptedDataSchema, await encryptor.encryptFor(signer, new TextEncoder().encode(JSON.stringify(json))));
+
+  return {
+    async profile(req: ProfileRequest): Promise<MessageInitShape<typeof ProfileResponseSchema>> {
+      const { user, signer } = await authorizeOwner(req, PROFILE_STATEMENT);
+      const counts = await queries.followCounts(user.id);
+      const profile = create(ProfileSchema, {
+        relationId: user.relationId,
+        name: user.name,
+        avatar: user.avatar,
+        ...counts,
+      });
+      return { data: await encryptJson(signer, toContractJson(ProfileSchema, profile)) };
+    },
+
+    async relationshipGraph(req: RelationshipGraphRequest): Promise<MessageInitShape<typeof RelationshipGraphResponseSchema>> {
+      const page = pageRequest(req);
+      const { user, signer } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
+      const result = await queries.relationshipGraph(user.id, page);
+      const entries = result.items.map(({ user: peer, description }) =>
+        toContractJson(
+          RelationshipGraphEntrySchema,
+          create(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
+        ),
+      );
+      return { data: await encryptJson(signer, entries), cursor: result.cursor };
+    },
+
+    async multiDimensionalRecommendation(
+      req: MultiDimensionalRecommendationRequest,
+    ): Promise<MessageInitShape<typeof MultiDimensionalRecommendationResponseSchema>> {
+      const identity = singleIdentity(req);
+      const page = pageRequest(req);
+      const [id] = await queries.resolveUsers([identity]);
+      const result = await queries.recommendations(id!, page);
+      return {
+        data: result.items.map(({ user, description }) => userInfo(user, description)),
+        cursor: result.cursor,
+      };
+    },
+
+    async mutualFriend(req: MutualFriendRequest): Promise<MessageInitShape<typeof MutualFriendResponseSchema>> {
+      const identities = identityList(req, 2);
+      const page = pageRequest(req);
+      const ids = await queries.resolveUsers(identities);
+      if (ids.length < 2) {
+        throw new InvalidArgumentError(`at least 2 distinct users are required; the identities given name ${ids.length}`);
+      }
+      const result = await queries.mutualFriends(ids, page);
+      return { data: result.items.map((user) => userInfo(user)), cursor: result.cursor };
+    },
+
+    async mutualContractInteraction(req: MutualContractInteractionRequest): Promise<MessageInitShape<typeof MutualContractInteractionResponseSchema>> {
+      return { data: await queries.mutualContracts(addressList(req.address, 2)) };
+    },
+  };
+}
+
+/** The RelationService methods, callable by Connect (as a ServiceImpl) and by the REST facade alike. */
+export type RelationServiceMethods = ReturnType<typeof createRelationService>;
+
+function relationOf(user: UserRecord) {
+  return create(RelationSchema, { relationId: user.relationId, name: user.name, avatar: user.avatar });
+}
+
+/** The parts UserInfo and RelationshipGraphEntry share. */
+function userParts(user: UserRecord) {
+  return {
+    address: user.addresses,
+    social: user.social ? create(SocialSchema, user.social) : undefined,
+    game: user.game ? create(GameSchema, user.game) : undefined,
+  };
+}
+
+function userInfo(user: UserRecord, description?: string): UserInfo {
+  return create(UserInfoSchema, { relationId: relationOf(user), ...userParts(user), description });
+}

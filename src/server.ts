@@ -1,0 +1,80 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { relgraphApp, type AppOptions } from "./app.js";
+import { createOnePortServer, type OnePortHandler } from "./transport/one-port.js";
+
+/** Options of createServer. */
+export interface ServerOptions {
+  /** pino level, or false to log nothing (tests). */
+  logLevel: string | false;
+  /** How long in-flight requests and HTTP/2 sessions may finish on close. */
+  closeGraceMs?: number;
+}
+
+/** Query parameters that are credentials: a SIWE authorization stays valid until it expires. */
+const SECRET_QUERY_PARAMS = ["sig", "message"];
+
+/**
+ * Creates the Fastify instance that serves relgraph on one port: HTTP/1.1 and h2c share it (see
+ * transport/one-port.ts). Logs are structured (pino) and never contain ApiKeys or authorizations.
+ */
+export async function createServer(app: AppOptions, options: ServerOptions): Promise<FastifyInstance> {
+  const closeGraceMs = options.closeGraceMs ?? 5_000;
+  const logger: FastifyServerOptions["logger"] =
+    options.logLevel === false
+      ? false
+      : {
+          level: options.logLevel,
+          redact: ["req.headers.apikey", "req.headers.authorization"],
+          serializers: {
+            req: (req) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
+          },
+        };
+  const server = Fastify({
+    logger,
+    // Fastify's handler serves HTTP/2 compatibility requests as well as HTTP/1.1 ones.
+    serverFactory: (handler) => createOnePortServer(handler as OnePortHandler, { closeGraceMs }),
+    // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
+    forceCloseConnections: "idle",
+    return503OnClosing: true,
+  });
+  await server.register(relgraphApp, app);
+  return server;
+}
+
+/**
+ * Closes the server when the process is asked to stop: in-flight requests finish, open HTTP/2
+ * sessions are told to go away, and the process exits even if something hangs past the grace period.
+ */
+export function closeOnSignals(server: FastifyInstance, onClosed: () => Promise<void>, graceMs = 10_000): void {
+  let closing = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (closing) return;
+    closing = true;
+    server.log.info({ signal }, "shutting down");
+    const force = setTimeout(() => {
+      server.log.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, graceMs);
+    force.unref();
+    server
+      .close()
+      .then(onClosed)
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          server.log.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+function redactQuery(url: string): string {
+  const q = url.indexOf("?");
+  if (q < 0) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const name of SECRET_QUERY_PARAMS) if (params.has(name)) params.set(name, "[redacted]");
+  return `${url.slice(0, q)}?${params.toString()}`;
+}

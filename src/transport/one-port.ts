@@ -1,0 +1,86 @@
+import http from "node:http";
+import http2 from "node:http2";
+import type { Socket } from "node:net";
+
+/** The client connection preface that starts every HTTP/2 prior-knowledge (h2c) connection. */
+const H2C_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** Options of the one-port server. */
+export interface OnePortServerOptions {
+  /** How long open HTTP/2 sessions may finish their streams on close before they are destroyed. */
+  closeGraceMs?: number;
+}
+
+/** A request handler that serves both HTTP/1.1 and HTTP/2 compatibility requests. */
+export type OnePortHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+
+/**
+ * Creates an HTTP/1.1 server that also speaks h2c on the same port, for Fastify's `serverFactory`.
+ *
+ * Fastify's `http2: true` serves h2c only, and `allowHTTP1` needs TLS, so the protocol is chosen per
+ * connection instead: the first bytes are sniffed for the h2c preface, and the socket is handed to
+ * an HTTP/2 server or to the HTTP/1.1 server's own connection handling. Fastify gets a real
+ * http.Server (listen, address, close), and close() first ends open HTTP/2 sessions: the
+ * http.Server counts their sockets too, so without that it waits forever on an idle gRPC channel.
+ */
+export function createOnePortServer(handler: OnePortHandler, options: OnePortServerOptions = {}): http.Server {
+  const closeGraceMs = options.closeGraceMs ?? 2_000;
+  const h1 = http.createServer(handler as http.RequestListener);
+  const h2 = http2.createServer({}, handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+
+  const h1ConnectionListeners = h1.listeners("connection") as ((socket: Socket) => void)[];
+  h1.removeAllListeners("connection");
+  h1.on("connection", (socket: Socket) => {
+    sniff(socket, (isH2c) => {
+      if (isH2c) {
+        // Http2Session reads what is already buffered on the socket itself, on the next tick.
+        h2.emit("connection", socket);
+      } else {
+        for (const listener of h1ConnectionListeners) listener.call(h1, socket);
+        // The HTTP/1 parser reads the handle directly; resuming replays the sniffed bytes first.
+        socket.resume();
+      }
+    });
+  });
+
+  const closeH1 = h1.close.bind(h1);
+  h1.close = ((callback?: (err?: Error) => void) => {
+    for (const session of sessions) session.close();
+    const force = setTimeout(() => {
+      for (const session of sessions) session.destroy();
+    }, closeGraceMs);
+    force.unref();
+    return closeH1((err?: Error) => {
+      clearTimeout(force);
+      callback?.(err);
+    });
+  }) as typeof h1.close;
+  return h1;
+}
+
+/**
+ * Reads just enough of the first bytes to tell h2c from HTTP/1.x, then puts them back. Any byte that
+ * differs from the preface decides HTTP/1.x; a socket that closes first is simply dropped.
+ */
+function sniff(socket: Socket, decide: (isH2c: boolean) => void): void {
+  let seen = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    seen = Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, H2C_PREFACE.length);
+    const matches = seen.subarray(0, n).equals(H2C_PREFACE.subarray(0, n));
+    if (matches && n < H2C_PREFACE.length) return; // need more bytes to be sure
+    socket.off("data", onData);
+    socket.off("close", onClose);
+    socket.pause();
+    socket.unshift(seen);
+    decide(matches);
+  };
+  const onClose = () => socket.off("data", onData);
+  socket.on("data", onData);
+  socket.once("close", onClose);
+}
