@@ -1,24 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { createApiKeyAuthenticator } from "../auth/api-keys.js";
-import { createRateLimiter } from "../auth/rate-limit.js";
-import { createRequestGate } from "../auth/request-gate.js";
-import { createSiweVerifier } from "../auth/siwe.js";
 import { ConfigError, loadConfig, redactConfig, type Config } from "../config/config.js";
-import { createDevKeyNetwork } from "../crypto/dev-network.js";
-import { createThresholdEncryptor, type ResultEncryptor } from "../crypto/encryptor.js";
-import { readPublicKeyNetwork, type KeyShare, type PublicKeyNetwork } from "../crypto/key-network.js";
-import { createLitEncryptor } from "../crypto/lit-encryptor.js";
-import { createCursorCodec } from "../domain/cursor.js";
-import { GraphQueries } from "../graph/queries.js";
 import { loadDemoDataset } from "../ingest/demo.js";
-import { ingestFiles } from "../ingest/ingest.js";
-import { createRelationService } from "../rpc/relation-service.js";
-import { closeOnSignals, createServer } from "../server.js";
+import { IngestValidationError, ingestFiles } from "../ingest/ingest.js";
+import { createRelgraph } from "../relgraph.js";
+import { closeOnSignals } from "../server.js";
 import { createStore } from "../store/index.js";
-
-/** The development ApiKey: only ever accepted with the embedded store and no API_KEYS configured. */
-export const DEV_API_KEY = "relgraph-dev-key";
 
 const HELP = `Usage: relgraph serve [--port P] [--data FILE.jsonl ...]
 
@@ -39,8 +25,8 @@ export interface ServeIo {
 }
 
 /**
- * `relgraph serve`: the composition root. Builds the store, authorization, encryption, queries and
- * service from the configuration, and serves until SIGINT/SIGTERM. Resolves with -1 while serving.
+ * `relgraph serve`: opens the configured store, fills the embedded one, composes relgraph
+ * (relgraph.ts) and serves until SIGINT/SIGTERM. Resolves with -1 while serving.
  */
 export async function runServe(argv: string[], io: ServeIo): Promise<number> {
   let values;
@@ -79,64 +65,25 @@ export async function runServe(argv: string[], io: ServeIo): Promise<number> {
     return 2;
   }
   if (embedded) {
-    const loaded = values.data.length > 0 ? await ingestFiles(store, values.data) : await loadDemoDataset(store);
-    say(`store: embedded, ${loaded.users} users from ${values.data.length > 0 ? values.data.join(", ") : "the bundled demo dataset"}`);
+    try {
+      const loaded = values.data.length > 0 ? await ingestFiles(store, values.data) : await loadDemoDataset(store);
+      say(`store: embedded, ${loaded.users} users from ${values.data.length > 0 ? values.data.join(", ") : "the bundled demo dataset"}`);
+    } catch (err) {
+      if (!(err instanceof IngestValidationError)) throw err;
+      io.stderr.write(`relgraph serve: --data is invalid; nothing was loaded\n${err.errors.join("\n")}\n`);
+      return 1;
+    }
   } else {
     say(`store: ${store.engine}`);
   }
 
-  const staticKeys = [...config.apiKeys];
-  if (embedded && staticKeys.length === 0) {
-    staticKeys.push(DEV_API_KEY);
-    say(`development ApiKey: ${DEV_API_KEY}   (embedded store only; set API_KEYS to choose keys)`);
-  }
-  const gate = createRequestGate(
-    createApiKeyAuthenticator({ store, staticKeys }),
-    createRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst }),
-  );
-  const verifier = createSiweVerifier({
-    domains: config.siweDomains,
-    maxAgeSeconds: config.siweMaxAgeSeconds,
-    ethRpcUrl: config.ethRpcUrl,
-  });
-
-  const encryption = await createEncryption(config, say);
-  const cursorSecret = config.cursorSecret ?? randomBytes(32);
-  const queries = new GraphQueries(store, createCursorCodec(cursorSecret));
-  const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
-
-  const server = await createServer(
-    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes },
-    { logLevel: config.logLevel },
-  );
+  const relgraph = await createRelgraph(config, store, { devApiKey: embedded && config.apiKeys.length === 0 });
+  for (const line of relgraph.notices) say(line);
+  const { server } = relgraph;
   server.log.info({ config: redactConfig(config) }, "configuration");
   const address = await server.listen({ port: config.port, host: config.host });
   say(`relgraph listening on ${address} (REST, Connect, gRPC, gRPC-Web, reflection)`);
-  closeOnSignals(server, async () => {
-    await encryption.encryptor.close();
-    await store.close();
-  });
+  closeOnSignals(server, relgraph.closeResources);
   return -1;
 }
 
-/** The encryption backend chosen by configuration, and the key network the server publishes. */
-async function createEncryption(config: Readonly<Config>, say: (line: string) => void) {
-  let encryptor: ResultEncryptor;
-  let network: PublicKeyNetwork | null = null;
-  let keyNodes: { prefix: string; share: KeyShare }[] = [];
-  if (config.encryptionBackend === "lit") {
-    encryptor = await createLitEncryptor({ network: config.litNetwork });
-    say(`encryption: Lit Protocol network ${config.litNetwork}`);
-  } else if (config.keyNetworkFile) {
-    network = await readPublicKeyNetwork(config.keyNetworkFile);
-    encryptor = createThresholdEncryptor(network);
-    say(`encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`);
-  } else {
-    const dev = createDevKeyNetwork();
-    network = dev.network;
-    keyNodes = dev.nodes;
-    encryptor = createThresholdEncryptor(network);
-    say("encryption: DEVELOPMENT 2-of-3 key network running in-process (set KEY_NETWORK_FILE for production)");
-  }
-  return { encryptor, network, keyNodes };
-}

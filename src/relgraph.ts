@@ -1,0 +1,112 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import { createApiKeyAuthenticator } from "./auth/api-keys.js";
+import { createRateLimiter } from "./auth/rate-limit.js";
+import { createRequestGate } from "./auth/request-gate.js";
+import { createSiweVerifier } from "./auth/siwe.js";
+import type { Config } from "./config/config.js";
+import { createDevKeyNetwork } from "./crypto/dev-network.js";
+import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
+import { readPublicKeyNetwork, type KeyShare, type PublicKeyNetwork } from "./crypto/key-network.js";
+import { createCursorCodec } from "./domain/cursor.js";
+import { GraphQueries } from "./graph/queries.js";
+import { createRelationService } from "./rpc/relation-service.js";
+import { createServer } from "./server.js";
+import type { GraphStore } from "./store/store.js";
+
+/** The development ApiKey: only ever accepted when the caller asks for it (embedded store, no API_KEYS). */
+export const DEV_API_KEY = "relgraph-dev-key";
+
+/** Options of createRelgraph beyond the configuration. */
+export interface RelgraphOptions {
+  /** Accept DEV_API_KEY. */
+  devApiKey?: boolean;
+  /** Overrides config.logLevel; false silences logs (tests). */
+  logLevel?: string | false;
+}
+
+/** A composed relgraph server, not yet listening. */
+export interface Relgraph {
+  server: FastifyInstance;
+  /** Human-readable lines about how it was composed (dev key, key network), for startup output. */
+  notices: string[];
+  /** Closes the server, then the encryptor and the store. */
+  close(): Promise<void>;
+  /** Closes the encryptor and the store only (after the server has closed). */
+  closeResources(): Promise<void>;
+}
+
+/**
+ * The composition root: builds authorization, encryption, queries and the service over `store`
+ * from the configuration. `relgraph serve` and the tests compose the server through here alike.
+ */
+export async function createRelgraph(config: Readonly<Config>, store: GraphStore, options: RelgraphOptions = {}): Promise<Relgraph> {
+  const notices: string[] = [];
+  const staticKeys = [...config.apiKeys];
+  if (options.devApiKey) {
+    staticKeys.push(DEV_API_KEY);
+    notices.push(`development ApiKey: ${DEV_API_KEY}   (embedded store only; set API_KEYS to choose keys)`);
+  }
+  const gate = createRequestGate(
+    createApiKeyAuthenticator({ store, staticKeys }),
+    createRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst }),
+  );
+  const verifier = createSiweVerifier({
+    domains: config.siweDomains,
+    maxAgeSeconds: config.siweMaxAgeSeconds,
+    ethRpcUrl: config.ethRpcUrl,
+  });
+  const encryption = await createEncryption(config);
+  notices.push(encryption.notice);
+  // Without CURSOR_SECRET, cursors are valid only on this process (documented in the README).
+  const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
+  const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
+  const server = await createServer(
+    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes },
+    { logLevel: options.logLevel ?? config.logLevel },
+  );
+  const closeResources = async () => {
+    await encryption.encryptor.close();
+    await store.close();
+  };
+  return {
+    server,
+    notices,
+    closeResources,
+    async close() {
+      await server.close();
+      await closeResources();
+    },
+  };
+}
+
+/** The encryption backend chosen by configuration, and the key network the server publishes. */
+async function createEncryption(config: Readonly<Config>): Promise<{
+  encryptor: ResultEncryptor;
+  network: PublicKeyNetwork | null;
+  keyNodes: { prefix: string; share: KeyShare }[];
+  notice: string;
+}> {
+  if (config.encryptionBackend === "lit") {
+    // Loaded only when selected: the Lit SDK is large and optional.
+    const { createLitEncryptor } = await import("./crypto/lit-encryptor.js");
+    const encryptor = await createLitEncryptor({ network: config.litNetwork });
+    return { encryptor, network: null, keyNodes: [], notice: `encryption: Lit Protocol network ${config.litNetwork}` };
+  }
+  if (config.keyNetworkFile) {
+    const network = await readPublicKeyNetwork(config.keyNetworkFile);
+    return {
+      encryptor: createThresholdEncryptor(network),
+      network,
+      keyNodes: [],
+      notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
+    };
+  }
+  const dev = createDevKeyNetwork();
+  return {
+    encryptor: createThresholdEncryptor(dev.network),
+    network: dev.network,
+    keyNodes: dev.nodes,
+    notice: "encryption: DEVELOPMENT 2-of-3 key network running in-process (set KEY_NETWORK_FILE for production)",
+  };
+}
