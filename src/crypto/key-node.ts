@@ -1,0 +1,179 @@
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from "fastify";
+import { RelgraphError } from "../domain/errors.js";
+import { decodeScalar, hashIdentity } from "./bls.js";
+import { signDecryptionShare } from "./decryption-share.js";
+import { conditionsFromJson, encryptionIdentity, onlySignerAddress } from "./identity.js";
+import { parseKeyShare, type KeyShare } from "./key-network.js";
+
+/**
+ * A key node: it holds one share sᵢ and answers POST /v1/decryption-share with σᵢ = sᵢ·H₂(id) for a
+ * caller who proves, with a SIWE authorization, to be the one address the conditions allow. It
+ * rebuilds the identity from the conditions itself, so it only ever signs identities bound to the
+ * verified signer.
+ *
+ * Request:  { accessControlConditions, dataToEncryptHash: "<64 hex>",
+ *             authSig: { sig: "0x…", signedMessage: "<EIP-4361 text>", address?: "0x…" } }
+ * Response: 200 { index: i, signatureShare: "<hex: index byte ‖ compressed G2>" }
+ * Errors:   400/401/403/503 { error: "bad_request" | "unauthorized" | "forbidden" | "unavailable",
+ *           message, code? } where code is relgraph's code for authorization failures.
+ */
+
+/**
+ * Checks a SIWE authorization; src/auth/siwe.ts's createSiweVerifier has this shape. Rejections that
+ * are RelgraphErrors become 401 (10100/10101) or 503 (50300) with their message.
+ */
+export interface AuthorizationVerifier {
+  verify(input: { sig: string; message: string; statement: string | null }): Promise<{ address: string }>;
+}
+
+/** Options of keyNodeRoutes. */
+export interface KeyNodeOptions {
+  /** This node's share; validated against its network when the plugin registers. */
+  share: KeyShare;
+  verifier: AuthorizationVerifier;
+}
+
+/** Largest accepted request body; a real request is well under 2 KiB. */
+const BODY_LIMIT = 64 * 1024;
+
+/** Thrown inside a request to answer with a 4xx/503 status and a JSON error. */
+class KeyNodeRequestError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 503,
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = "KeyNodeRequestError";
+  }
+}
+
+const ERROR_KINDS = { 400: "bad_request", 401: "unauthorized", 403: "forbidden", 503: "unavailable" } as const;
+
+/**
+ * The key node's routes as an encapsulated Fastify plugin, so that it can be mounted at a prefix
+ * (the development network lives at /dev-key-nodes/<i> inside relgraph's own server). Register it
+ * without fastify-plugin: its error handler must stay inside its own scope.
+ */
+export const keyNodeRoutes: FastifyPluginAsync<KeyNodeOptions> = async (app, options) => {
+  const share = parseKeyShare(options.share);
+  const secret = decodeScalar(share.secretShare, "secretShare");
+  const verifier = options.verifier;
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof KeyNodeRequestError) {
+      return reply.code(error.status).send({ error: ERROR_KINDS[error.status], message: error.message, code: error.code });
+    }
+    const status = (error as { statusCode?: number }).statusCode;
+    // Fastify's own 4xx (bad JSON, body too large, wrong content type) keep their status.
+    if (status !== undefined && status >= 400 && status < 500) {
+      return reply.code(status).send({ error: "bad_request", message: (error as Error).message });
+    }
+    request.log.error({ err: error }, "key node request failed");
+    return reply.code(500).send({ error: "internal", message: "internal error" });
+  });
+
+  app.get("/healthz", async () => ({ status: "ok", index: share.index }));
+
+  app.post("/v1/decryption-share", { bodyLimit: BODY_LIMIT }, async (request) => {
+    const { conditions, dataToEncryptHash, sig, message, claimedAddress } = parseRequest(request.body);
+    const allowed = onlySignerAddress(conditions);
+    if (allowed === null) {
+      throw new KeyNodeRequestError(
+        403,
+        'accessControlConditions must be exactly one "only the signer" condition; this node evaluates no other',
+      );
+    }
+    const signer = (await verify(verifier, sig, message)).address.toLowerCase();
+    if (claimedAddress !== undefined && claimedAddress.toLowerCase() !== signer) {
+      throw new KeyNodeRequestError(401, "authSig.address is not the address that signed authSig.signedMessage");
+    }
+    if (allowed.toLowerCase() !== signer) {
+      throw new KeyNodeRequestError(403, "the conditions allow another address than the signer");
+    }
+    const identity = encryptionIdentity(conditions, dataToEncryptHash);
+    return { index: share.index, signatureShare: signDecryptionShare(share.index, secret, hashIdentity(identity)) };
+  });
+};
+
+/** Options of startKeyNode. */
+export interface StartKeyNodeOptions extends KeyNodeOptions {
+  /** Port to listen on; 0 picks a free one. */
+  port: number;
+  host: string;
+  logger?: FastifyServerOptions["logger"];
+}
+
+/** A running standalone key node. */
+export interface RunningKeyNode {
+  app: FastifyInstance;
+  /** The URL it listens on. */
+  url: string;
+  /**
+   * Stops accepting, lets requests in flight finish, and after `graceMs` drops the connections that
+   * remain: a client may hold a connected socket it never sends on, which would hold a plain close open
+   * until the headers timeout.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+const CLOSE_GRACE_MS = 2000;
+
+/** Runs a key node as its own server (`relgraph keynode`). */
+export async function startKeyNode(options: StartKeyNodeOptions): Promise<RunningKeyNode> {
+  const app = Fastify({ logger: options.logger ?? false });
+  await app.register(keyNodeRoutes, { share: options.share, verifier: options.verifier });
+  const url = await app.listen({ port: options.port, host: options.host });
+  return {
+    app,
+    url,
+    async close(graceMs = CLOSE_GRACE_MS) {
+      const deadline = setTimeout(() => app.server.closeAllConnections(), graceMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(deadline);
+      }
+    },
+  };
+}
+
+function parseRequest(body: unknown) {
+  const bad = (message: string) => new KeyNodeRequestError(400, message);
+  if (!isObject(body)) throw bad("the body must be a JSON object");
+  const { accessControlConditions, dataToEncryptHash, authSig } = body;
+  const conditions = conditionsFromJson(accessControlConditions);
+  if (conditions === null) throw bad("accessControlConditions must be a list of Lit evmBasic access-control conditions");
+  if (typeof dataToEncryptHash !== "string" || !/^[0-9a-f]{64}$/.test(dataToEncryptHash)) {
+    throw bad("dataToEncryptHash must be 64 lowercase hex digits");
+  }
+  if (!isObject(authSig)) throw bad("authSig must be an object with sig and signedMessage");
+  const { sig, signedMessage, address } = authSig;
+  if (typeof sig !== "string" || sig === "") throw bad("authSig.sig is required");
+  if (typeof signedMessage !== "string" || signedMessage === "") throw bad("authSig.signedMessage is required");
+  if (address !== undefined && typeof address !== "string") throw bad("authSig.address must be a string");
+  return {
+    conditions,
+    dataToEncryptHash,
+    sig,
+    message: signedMessage,
+    claimedAddress: address,
+  };
+}
+
+async function verify(verifier: AuthorizationVerifier, sig: string, message: string) {
+  try {
+    // Any statement: relgraph issues Profile and Relationship-graph authorizations, and both decrypt.
+    return await verifier.verify({ sig, message, statement: null });
+  } catch (error) {
+    if (error instanceof RelgraphError) {
+      const status = error.code === "50300" ? 503 : 401;
+      throw new KeyNodeRequestError(status, error.message, error.code);
+    }
+    throw error;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

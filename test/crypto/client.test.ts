@@ -1,0 +1,175 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import { Wallet } from "ethers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSiweVerifier } from "../../src/auth/siwe.js";
+import { hashIdentity } from "../../src/crypto/bls.js";
+import { DecryptionError, decryptResult, fetchKeyNetwork } from "../../src/crypto/client.js";
+import { encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
+import { createDevKeyNetwork, type DevKeyNetwork } from "../../src/crypto/dev-network.js";
+import { createThresholdEncryptor, type EncryptedPayload } from "../../src/crypto/encryptor.js";
+import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";
+import { keyNodeRoutes } from "../../src/crypto/key-node.js";
+import { randomScalar } from "../../src/crypto/shamir.js";
+import { signAuthorization } from "../support/keynodes.js";
+
+/**
+ * The client against real key nodes on a real socket: the development network mounted in one Fastify
+ * server (as `relgraph serve` does), plus lying nodes that answer with bad shares.
+ */
+const verifier = createSiweVerifier({ domains: [], maxAgeSeconds: 86400 });
+const alice = Wallet.createRandom();
+const bob = Wallet.createRandom();
+const plaintext = new TextEncoder().encode(JSON.stringify([{ relation: { relationId: "u2" }, description: "friends" }]));
+
+type Lie = "random" | "index0" | "identity" | "garbage" | "borrowed" | "hang";
+
+let dev: DevKeyNetwork;
+let server: FastifyInstance;
+let liar: FastifyInstance;
+let serverUrl: string;
+let liarUrl: string;
+let closedUrl: string;
+let payload: EncryptedPayload;
+let auth: { sig: string; message: string };
+
+beforeAll(async () => {
+  dev = createDevKeyNetwork();
+  // The client aborts requests it no longer needs; fetch may keep a connected but unused socket,
+  // which a graceful close would wait out (headersTimeout). Tests close at once.
+  server = Fastify({ forceCloseConnections: true });
+  for (const { prefix, share } of dev.nodes) await server.register(keyNodeRoutes, { prefix, share, verifier });
+  server.get("/key-network", async () => dev.network);
+  serverUrl = await server.listen({ port: 0, host: "127.0.0.1" });
+
+  // A node that lies in the way its path says.
+  liar = Fastify({ forceCloseConnections: true });
+  liar.post<{ Params: { lie: Lie }; Body: Record<string, unknown> }>("/:lie/v1/decryption-share", async (request, reply) => {
+    const point = hashIdentity("anything").multiply(randomScalar());
+    switch (request.params.lie) {
+      case "random":
+        return { index: 3, signatureShare: encodeDecryptionShare({ index: 3, point }) };
+      case "index0":
+        return { index: 0, signatureShare: `00${point.toHex(true)}` };
+      case "identity":
+        return { index: 3, signatureShare: `03c0${"0".repeat(190)}` };
+      case "garbage":
+        return { index: 3, signatureShare: "03zz" };
+      case "borrowed": {
+        // Node 1's genuine share, passed off as node 3's.
+        const answer = await fetch(`${serverUrl}/dev-key-nodes/1/v1/decryption-share`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(request.body),
+        });
+        return answer.json();
+      }
+      case "hang":
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        return reply.code(500).send();
+    }
+  });
+  liarUrl = await liar.listen({ port: 0, host: "127.0.0.1" });
+
+  // A port that refuses connections: listen, note the port, close.
+  const gone = Fastify();
+  closedUrl = await gone.listen({ port: 0, host: "127.0.0.1" });
+  await gone.close();
+
+  const encryptor = createThresholdEncryptor(dev.network, { workers: 0 });
+  payload = await encryptor.encryptFor(alice.address, plaintext);
+  await encryptor.close();
+  auth = await signAuthorization(alice, "Access to Relationship Graph.");
+});
+afterAll(async () => {
+  await server.close();
+  await liar.close();
+});
+
+/** The dev network with node i's URL replaced. */
+function withNodes(urls: Record<number, string>): PublicKeyNetwork {
+  return { ...dev.network, nodes: dev.network.nodes.map((node) => ({ ...node, url: urls[node.index] ?? node.url })) };
+}
+
+function decrypt(network: PublicKeyNetwork, encrypted = payload, authorization = auth, timeoutMs?: number) {
+  return decryptResult(encrypted, { network, serverUrl, ...authorization, timeoutMs });
+}
+
+describe("decryptResult", () => {
+  it("decrypts with the network fetched from the server, resolving relative node URLs", async () => {
+    const network = await fetchKeyNetwork(serverUrl);
+    expect(network).toEqual(dev.network);
+    expect(await decrypt(network)).toEqual(plaintext);
+  });
+
+  it("decrypts with one node down", async () => {
+    for (const down of [1, 2, 3]) {
+      expect(await decrypt(withNodes({ [down]: closedUrl }))).toEqual(plaintext);
+    }
+  });
+
+  it("decrypts with one lying node, whatever its lie", async () => {
+    for (const lie of ["random", "index0", "identity", "garbage", "borrowed"]) {
+      expect(await decrypt(withNodes({ 3: `${liarUrl}/${lie}` }))).toEqual(plaintext);
+    }
+  });
+
+  it("rejects every kind of bad share: a liar plus a node down leaves too few", async () => {
+    const reasons: Record<string, RegExp> = {
+      random: /node 3: sent a share that fails its pairing check/,
+      index0: /node 3: .*index must not be 0/,
+      identity: /node 3: .*identity point/,
+      garbage: /node 3: a decryption share must be 97 bytes/,
+      borrowed: /node 3: answered with the share index 1/,
+    };
+    for (const [lie, reason] of Object.entries(reasons)) {
+      const attempt = decrypt(withNodes({ 2: closedUrl, 3: `${liarUrl}/${lie}` }));
+      await expect(attempt).rejects.toThrow(DecryptionError);
+      await expect(attempt).rejects.toThrow(/got 1 valid decryption share\(s\) from 3 key node\(s\); 2 are needed/);
+      await expect(attempt).rejects.toThrow(reason);
+    }
+  });
+
+  it("fails clearly with two nodes down", async () => {
+    const attempt = decrypt(withNodes({ 1: closedUrl, 3: closedUrl }));
+    await expect(attempt).rejects.toThrow(/got 1 valid decryption share\(s\) from 3 key node\(s\); 2 are needed/);
+    await expect(attempt).rejects.toThrow(/node 1: .*node 3: /);
+  });
+
+  it("gives up on a silent node after the timeout", async () => {
+    const attempt = decrypt(withNodes({ 1: closedUrl, 2: `${liarUrl}/hang` }), payload, auth, 300);
+    await expect(attempt).rejects.toThrow(/node 2: no answer within 300 ms/);
+  });
+
+  it("cannot decrypt with another wallet's authorization: the nodes refuse", async () => {
+    const attempt = decrypt(dev.network, payload, await signAuthorization(bob));
+    await expect(attempt).rejects.toThrow(/got 0 valid decryption share\(s\)/);
+    await expect(attempt).rejects.toThrow(/refused with HTTP 403: the conditions allow another address than the signer/);
+    // Rewriting the conditions to Bob makes the nodes sign another identity, under which the key does not open.
+    const stolen = { ...payload, accessControlConditions: [{ ...payload.accessControlConditions[0]!, returnValueTest: { comparator: "=", value: bob.address.toLowerCase() } }] };
+    await expect(decrypt(dev.network, stolen, await signAuthorization(bob))).rejects.toThrow(/does not decrypt/);
+  });
+
+  it("rejects a tampered ciphertext, payload or hash", async () => {
+    const key = Buffer.from(payload.encryptedSymmetricKey, "base64");
+    key[60] = (key[60] as number) ^ 1;
+    await expect(decrypt(dev.network, { ...payload, encryptedSymmetricKey: key.toString("base64") })).rejects.toThrow(
+      /encryptedSymmetricKey does not decrypt/,
+    );
+    const sealed = Buffer.from(payload.encryptedString, "base64");
+    sealed[20] = (sealed[20] as number) ^ 1;
+    await expect(decrypt(dev.network, { ...payload, encryptedString: sealed.toString("base64") })).rejects.toThrow(
+      /failed authentication/,
+    );
+    await expect(decrypt(dev.network, { ...payload, dataToEncryptHash: "00".repeat(32) })).rejects.toThrow(DecryptionError);
+  });
+
+  it("accepts conditions whose empty fields were left out (proto3 JSON)", async () => {
+    const [c] = payload.accessControlConditions;
+    const sparse = { ...payload, accessControlConditions: [{ chain: c!.chain, parameters: c!.parameters, returnValueTest: c!.returnValueTest }] };
+    expect(await decrypt(dev.network, sparse as unknown as EncryptedPayload)).toEqual(plaintext);
+  });
+
+  it("explains that Lit-encrypted data needs Lit's SDK", async () => {
+    await expect(decrypt(dev.network, { ...payload, backend: "lit" })).rejects.toThrow(/"lit" backend/);
+  });
+});
