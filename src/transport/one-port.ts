@@ -33,10 +33,15 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
     session.once("close", () => sessions.delete(session));
   });
 
+  // Sockets whose protocol is not known yet belong to neither server, so close() must end them itself.
+  const undecided = new Set<Socket>();
   const h1ConnectionListeners = h1.listeners("connection") as ((socket: Socket) => void)[];
   h1.removeAllListeners("connection");
   h1.on("connection", (socket: Socket) => {
+    undecided.add(socket);
+    socket.once("close", () => undecided.delete(socket));
     sniff(socket, (isH2c) => {
+      undecided.delete(socket);
       if (isH2c) {
         // Http2Session reads what is already buffered on the socket itself, on the next tick.
         h2.emit("connection", socket);
@@ -50,6 +55,7 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
 
   const closeH1 = h1.close.bind(h1);
   h1.close = ((callback?: (err?: Error) => void) => {
+    for (const socket of undecided) socket.destroy();
     for (const session of sessions) session.close();
     const force = setTimeout(() => {
       for (const session of sessions) session.destroy();
