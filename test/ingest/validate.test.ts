@@ -143,7 +143,7 @@ describe("user records", () => {
           userLine("u2", ["0x123"]),
           { ...userLine("u3", []), addresses: A },
           { ...userLine("u4", []), addresses: undefined },
-          userLine("u5", [A, 5]),
+          userLine("u5", [A, 5 as unknown as string]),
         ],
       }),
     ).toEqual([
