@@ -1,0 +1,33 @@
+import type { Config } from "../config/config.js";
+import { createMemoryStore } from "./memory/memory-store.js";
+import { createRedisStore } from "./redis/redis-store.js";
+import type { GraphStore } from "./store.js";
+
+export type { GraphStore } from "./store.js";
+export { createMemoryStore } from "./memory/memory-store.js";
+export { createRedisStore, type RedisStoreOptions } from "./redis/redis-store.js";
+export { UnknownRelationIdError } from "./memory/batch.js";
+
+/** The configuration a store engine is chosen and opened from. */
+export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes">;
+
+/** Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer. */
+type EngineFactory = (config: StoreConfig) => Promise<GraphStore>;
+
+/** The engines, by registered name. */
+export const ENGINES: Readonly<Record<string, EngineFactory>> = {
+  memory: async () => createMemoryStore(),
+  redis: (config) => createRedisStore({ url: config.redisUrl ?? "" }),
+  "redis-cluster": (config) => createRedisStore({ clusterNodes: config.redisClusterNodes }),
+};
+
+/** The engine the configuration selects: cluster seeds, then a Redis URL, else the embedded store. */
+export function engineName(config: StoreConfig): "memory" | "redis" | "redis-cluster" {
+  if (config.redisClusterNodes.length > 0) return "redis-cluster";
+  return config.redisUrl ? "redis" : "memory";
+}
+
+/** Opens the store the configuration selects. */
+export function createStore(config: StoreConfig): Promise<GraphStore> {
+  return (ENGINES[engineName(config)] as EngineFactory)(config);
+}

@@ -1,0 +1,146 @@
+import { createClient, createCluster } from "redis";
+import { StoreUnavailableError } from "../../domain/errors.js";
+import { chunks } from "./set-reads.js";
+
+/** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
+export type RedisStoreOptions = { url: string } | { clusterNodes: string[] };
+
+/** A reply of a raw command, as RESP2 decodes it. */
+export type Reply = string | number | null | Reply[];
+
+/**
+ * The little the store needs from node-redis, identical for a standalone client and a cluster:
+ * raw commands routed by their first key. Commands issued in the same tick are pipelined by
+ * node-redis (per node on a cluster), so a burst of concurrent sends costs one round trip.
+ */
+export interface RedisConnection {
+  readonly engine: "redis" | "redis-cluster";
+  /** True on a cluster, where keys of different users live in different slots. */
+  readonly clustered: boolean;
+  /** Sends one command; `key` routes it on a cluster (undefined: any node). */
+  send<T extends Reply>(key: string | undefined, args: string[]): Promise<T>;
+  /**
+   * Sends many commands whose key is their second argument, a window at a time, and returns their
+   * replies in order. The bulk path: one deadline per window instead of a timer per command.
+   */
+  sendAll(commands: readonly string[][]): Promise<Reply[]>;
+  /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
+  getMany(keys: readonly string[]): Promise<(string | null)[]>;
+  close(): Promise<void>;
+}
+
+/** A connect attempt gives up after this long (per attempt). */
+const CONNECT_TIMEOUT_MS = 2_000;
+/** The first connection is tried this many times before createRedisStore fails. */
+const INITIAL_CONNECT_ATTEMPTS = 2;
+/**
+ * Safety net for a server that stops answering without closing the socket: no command (or window
+ * of bulk commands) waits longer than this. A closed socket fails commands at once anyway.
+ */
+const COMMAND_TIMEOUT_MS = 15_000;
+/** Commands in flight at once on the bulk path: node-redis writes them as one pipeline per node. */
+const COMMANDS_PER_WINDOW = 10_000;
+
+/** Opens a connection; rejects promptly with StoreUnavailableError when Redis does not answer. */
+export async function connectRedis(options: RedisStoreOptions): Promise<RedisConnection> {
+  let connected = false;
+  const socket = {
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    // Before the first success, give up quickly so a misconfigured server fails at startup. After
+    // it, retry forever with backoff: Redis may come back, and meanwhile disableOfflineQueue makes
+    // every command fail at once instead of piling up.
+    reconnectStrategy: (retries: number) =>
+      !connected && retries + 1 >= INITIAL_CONNECT_ATTEMPTS ? false : Math.min(50 * 2 ** retries, 2_000),
+  };
+  const timeout = { timeout: COMMAND_TIMEOUT_MS };
+  // The store reports failures through rejected commands; without a listener node-redis's 'error'
+  // events would crash the process.
+  const ignore = () => {};
+
+  if ("clusterNodes" in options) {
+    const cluster = createCluster({
+      rootNodes: options.clusterNodes.map((node) => ({ url: `redis://${node}` })),
+      defaults: { socket, disableOfflineQueue: true },
+    });
+    cluster.on("error", ignore);
+    await connectOrThrow(() => cluster.connect());
+    connected = true;
+    const send = <T extends Reply>(key: string | undefined, args: string[]) =>
+      cluster.sendCommand<T>(key, false, args, timeout);
+    const sendAll = (commands: readonly string[][]) =>
+      sendInWindows(commands, (args) => cluster.sendCommand<Reply>(args[1], false, args));
+    return {
+      engine: "redis-cluster",
+      clustered: true,
+      send,
+      sendAll,
+      getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
+      close: () => closeQuietly(() => cluster.close()),
+    };
+  }
+
+  const client = createClient({ url: options.url, socket, disableOfflineQueue: true });
+  client.on("error", ignore);
+  await connectOrThrow(() => client.connect());
+  connected = true;
+  const send = <T extends Reply>(_key: string | undefined, args: string[]) => client.sendCommand<T>(args, timeout);
+  return {
+    engine: "redis",
+    clustered: false,
+    send,
+    sendAll: (commands) => sendInWindows(commands, (args) => client.sendCommand<Reply>(args)),
+    getMany: async (keys) => {
+      const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
+      return replies.flat();
+    },
+    close: () => closeQuietly(() => client.close()),
+  };
+}
+
+/** The one message every Redis failure shows; the driver's error stays in `cause`. */
+export function unavailable(cause: unknown): StoreUnavailableError {
+  if (cause instanceof StoreUnavailableError) return cause;
+  return new StoreUnavailableError("the store is unavailable", { cause });
+}
+
+/**
+ * Issues each window of commands in one tick and awaits it before the next, so memory and Redis's
+ * output buffers stay bounded; a window that outlives the deadline fails the whole send.
+ */
+async function sendInWindows(commands: readonly string[][], send: (args: string[]) => Promise<Reply>): Promise<Reply[]> {
+  const replies: Reply[] = [];
+  for (let i = 0; i < commands.length; i += COMMANDS_PER_WINDOW) {
+    const window = commands.slice(i, i + COMMANDS_PER_WINDOW);
+    for (const reply of await withDeadline(Promise.all(window.map(send)), COMMAND_TIMEOUT_MS)) replies.push(reply);
+  }
+  return replies;
+}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply from Redis within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function connectOrThrow(connect: () => Promise<unknown>): Promise<void> {
+  try {
+    await connect();
+  } catch (cause) {
+    throw unavailable(cause);
+  }
+}
+
+/** close() is idempotent for callers: closing an already closed or broken client is not an error. */
+async function closeQuietly(close: () => Promise<void>): Promise<void> {
+  try {
+    await close();
+  } catch {
+    // Already closed, or the server is gone: either way nothing is left to release.
+  }
+}

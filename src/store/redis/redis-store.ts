@@ -1,0 +1,195 @@
+import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
+import { UnknownRelationIdError } from "../batch.js";
+import type { ApiKeyRecord, GraphStore, IngestBatch, WriteProgress } from "../store.js";
+import { connectRedis, unavailable, type RedisConnection, type RedisStoreOptions } from "./connection.js";
+import {
+  API_KEY_IDS,
+  apiKeyKey,
+  assetAddressesKey,
+  addressAssetsKey,
+  assetHoldersKey,
+  friendDescriptionsKey,
+  identityIndexKey,
+  pagingStateKey,
+  RELATION_ID_BY_USER,
+  RELATION_ID_INDEX,
+  RELEASE_ALL,
+  releaseKey,
+  userAssetsKey,
+  userSetKey,
+} from "./keys.js";
+import { readUsers, writeBatch } from "./redis-write.js";
+import { boundedSets, cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
+
+export type { RedisStoreOptions } from "./connection.js";
+
+/**
+ * The redis engine, over one standalone server ("redis") or a Redis Cluster ("redis-cluster").
+ * Connects before resolving; rejects with StoreUnavailableError when Redis does not answer.
+ * Key layout: keys.ts. Every failure of a method surfaces as StoreUnavailableError.
+ */
+export async function createRedisStore(options: RedisStoreOptions): Promise<GraphStore> {
+  const redis = await connectRedis(options);
+  return guardAll(redisGraphStore(redis));
+}
+
+function redisGraphStore(redis: RedisConnection): GraphStore {
+  let closed: Promise<void> | null = null;
+  const toIds = (members: string[]) => members.map(Number);
+
+  return {
+    engine: redis.engine,
+    async ping() {
+      await redis.send(undefined, ["PING"]);
+    },
+    close() {
+      closed ??= redis.close();
+      return closed;
+    },
+
+    async resolve(identities: readonly Identity[]) {
+      const kinds: IdentityKind[] = ["address", "social", "game"];
+      const found = new Map<string, string | null>();
+      await Promise.all(
+        kinds.map(async (kind) => {
+          const values = [...new Set(identities.filter((i) => i.kind === kind).map((i) => i.value))];
+          const ids = await hashGetMany(redis, identityIndexKey(kind), values);
+          values.forEach((value, i) => found.set(`${kind}:${value}`, ids[i] ?? null));
+        }),
+      );
+      return identities.map(({ kind, value }) => toId(found.get(`${kind}:${value}`)));
+    },
+    async resolveRelationIds(relationIds: readonly string[]) {
+      return (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
+    },
+    users(ids: readonly UserId[]) {
+      return readUsers(redis, ids);
+    },
+    async relationIds(ids: readonly UserId[]) {
+      return (await hashGetMany(redis, RELATION_ID_BY_USER, ids.map(String))).map((value) => value ?? "");
+    },
+
+    async userSet(kind: UserSetKind, id: UserId) {
+      return toIds(await scanSet(redis, userSetKey(kind, id)));
+    },
+    userSetSizes(kind: UserSetKind, ids: readonly UserId[]) {
+      return cardinalities(
+        redis,
+        ids.map((id) => userSetKey(kind, id)),
+      );
+    },
+    async userSetsBounded(kind: UserSetKind, ids: readonly UserId[], maxSize: number) {
+      const sets = await boundedSets(
+        redis,
+        ids.map((id) => userSetKey(kind, id)),
+        maxSize,
+      );
+      return sets.map((members) => members && toIds(members));
+    },
+    async userSetIntersection(kind: UserSetKind, ids: readonly UserId[]) {
+      return toIds(
+        await intersectSets(
+          redis,
+          ids.map((id) => userSetKey(kind, id)),
+        ),
+      );
+    },
+
+    userAssets(kind: AssetKind, id: UserId) {
+      return scanSet(redis, userAssetsKey(kind, id));
+    },
+    async assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number) {
+      const sets = await boundedSets(
+        redis,
+        assets.map((asset) => assetHoldersKey(kind, asset)),
+        maxSize,
+      );
+      return sets.map((members) => members && toIds(members));
+    },
+    contractIntersection(addresses: readonly string[]) {
+      return intersectSets(
+        redis,
+        addresses.map((address) => addressAssetsKey("contracts", address)),
+      );
+    },
+    async addressesKnown(addresses: readonly string[]) {
+      const [owners, withContracts, withNfts] = await Promise.all([
+        hashGetMany(redis, identityIndexKey("address"), addresses),
+        setHasMany(redis, assetAddressesKey("contracts"), addresses),
+        setHasMany(redis, assetAddressesKey("nfts"), addresses),
+      ]);
+      return addresses.map((_, i) => owners[i] != null || withContracts[i] === true || withNfts[i] === true);
+    },
+
+    async release(id: UserId): Promise<Release> {
+      const members = await redis.send<string[]>(releaseKey(id), ["SMEMBERS", releaseKey(id)]);
+      return members.includes(RELEASE_ALL) ? "*" : toIds(members);
+    },
+    async friendDescriptions(id: UserId, peers: readonly UserId[]) {
+      const descriptions = await hashGetMany(redis, friendDescriptionsKey(id), peers.map(String));
+      return descriptions.map((description) => description ?? "");
+    },
+
+    write(batch: IngestBatch, onProgress?: (progress: WriteProgress) => void) {
+      return writeBatch(redis, batch, onProgress);
+    },
+
+    async putApiKey(record: ApiKeyRecord) {
+      const previousHash = await redis.send<string | null>(API_KEY_IDS, ["HGET", API_KEY_IDS, record.id]);
+      if (previousHash !== null && previousHash !== record.hash) {
+        await redis.send(apiKeyKey(previousHash), ["DEL", apiKeyKey(previousHash)]);
+      }
+      await redis.send(apiKeyKey(record.hash), ["SET", apiKeyKey(record.hash), JSON.stringify(record)]);
+      await redis.send(API_KEY_IDS, ["HSET", API_KEY_IDS, record.id, record.hash]);
+    },
+    async apiKeyByHash(hash: string) {
+      const value = await redis.send<string | null>(apiKeyKey(hash), ["GET", apiKeyKey(hash)]);
+      return value === null ? null : (JSON.parse(value) as ApiKeyRecord);
+    },
+    async listApiKeys() {
+      const hashes = await redis.send<string[]>(API_KEY_IDS, ["HVALS", API_KEY_IDS]);
+      const values = await redis.getMany(hashes.map(apiKeyKey));
+      return values.filter((value) => value !== null).map((value) => JSON.parse(value) as ApiKeyRecord);
+    },
+    async revokeApiKey(id: string, at: string) {
+      const hash = await redis.send<string | null>(API_KEY_IDS, ["HGET", API_KEY_IDS, id]);
+      const value = hash === null ? null : await redis.send<string | null>(apiKeyKey(hash), ["GET", apiKeyKey(hash)]);
+      if (hash === null || value === null) return false;
+      const record = JSON.parse(value) as ApiKeyRecord;
+      // Revoking twice keeps the first revocation time.
+      if (record.revokedAt === null) {
+        await redis.send(apiKeyKey(hash), ["SET", apiKeyKey(hash), JSON.stringify({ ...record, revokedAt: at })]);
+      }
+      return true;
+    },
+
+    async putPagingState(key: string, value: string, ttlSeconds: number) {
+      await redis.send(pagingStateKey(key), ["SET", pagingStateKey(key), value, "EX", String(ttlSeconds)]);
+    },
+    getPagingState(key: string) {
+      return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
+    },
+  };
+}
+
+function toId(value: string | null | undefined): UserId | null {
+  return value == null ? null : Number(value);
+}
+
+/** Wraps every method so that any driver or connection failure becomes StoreUnavailableError. */
+function guardAll(store: GraphStore): GraphStore {
+  const guarded: Record<string, unknown> = { engine: store.engine };
+  for (const [name, member] of Object.entries(store)) {
+    if (typeof member !== "function") continue;
+    guarded[name] = async (...args: unknown[]) => {
+      try {
+        return await (member as (...a: unknown[]) => Promise<unknown>)(...args);
+      } catch (cause) {
+        // A batch naming an unknown relationId is the caller's bug, not an outage.
+        if (cause instanceof UnknownRelationIdError) throw cause;
+        throw unavailable(cause);
+      }
+    };
+  }
+  return guarded as unknown as GraphStore;
+}

@@ -1,0 +1,375 @@
+import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
+import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
+import type { RedisConnection } from "./connection.js";
+import {
+  addressAssetsKey,
+  assetAddressesKey,
+  assetHoldersKey,
+  friendDescriptionsKey,
+  identityIndexKey,
+  RELATION_ID_BY_USER,
+  RELATION_ID_INDEX,
+  RELEASE_ALL,
+  releaseKey,
+  USER_ID_SEQUENCE,
+  userAssetsKey,
+  userKey,
+  userSetKey,
+} from "./keys.js";
+import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./set-reads.js";
+
+/** Records whose commands are grouped and flushed together; progress is reported after each flush. */
+const RECORDS_PER_FLUSH = 200_000;
+
+const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
+
+/**
+ * Applies one ingest batch to Redis. Everything the batch depends on is read up front in bulk
+ * (relationIds, old records, identity owners, assets recorded before their user), so the write
+ * itself is pure pipelined, per-key grouped SADD/HSET/SET traffic with no per-record round trip.
+ *
+ * Idempotent: sets and hashes absorb repeats, ids are only allocated for unknown relationIds, and
+ * identity entries a re-ingested user no longer has are removed. Assumes one writer at a time
+ * (ingestion is an offline job); id allocation is still safe against a concurrent writer.
+ */
+export async function writeBatch(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  onProgress?: (progress: WriteProgress) => void,
+): Promise<void> {
+  const total = recordCount(batch);
+  // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
+  const users = new Map(batch.users.map((user) => [user.relationId, user]));
+  const idOf = await resolveOrAllocate(redis, batch, users);
+  const plan = await planUsers(redis, batch, users, idOf);
+
+  // Stale identity entries go before any new one, so an identity handed from one user to another
+  // in this batch ends up with its new owner.
+  await redis.sendAll(plan.staleEntries.map(([kind, value]) => ["HDEL", identityIndexKey(kind), value]));
+
+  const buffer = new WriteBuffer();
+  let pending = 0;
+  let written = 0;
+  // One flush is sent while the next is being built, so Redis and this process work in parallel.
+  let inFlight: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    const commands = buffer.drain();
+    const records = pending;
+    pending = 0;
+    await inFlight;
+    inFlight = redis.sendAll(commands).then(() => {
+      written += records;
+      if (written < total) onProgress?.({ written, total });
+    });
+    // Marked handled here; the next flush (or the final await) still sees the failure.
+    inFlight.catch(() => {});
+  };
+  const id = (relationId: string) => idOf.get(relationId) as UserId;
+
+  pending += batch.users.length - users.size;
+  for (const user of users.values()) {
+    const userId = id(user.relationId);
+    buffer.strings.push(userKey(userId), JSON.stringify(toRecord(userId, user)));
+    buffer.hashes.pair(RELATION_ID_BY_USER, String(userId), user.relationId);
+    for (const [kind, value] of identitiesOf(user)) buffer.hashes.pair(identityIndexKey(kind), value, String(userId));
+    for (const kind of ASSET_KINDS) {
+      for (const address of user.addresses) {
+        for (const asset of plan.storedAssets[kind].get(address) ?? []) buffer.linkAsset(kind, userId, asset);
+      }
+    }
+    if (++pending >= RECORDS_PER_FLUSH) await flush();
+  }
+  for (const former of plan.formerOwners) buffer.strings.push(userKey(former.id), JSON.stringify(former));
+
+  for (const { a, b, description } of batch.friends) {
+    const ia = id(a);
+    const ib = id(b);
+    buffer.userSets.friends.add(ia, ib);
+    buffer.userSets.friends.add(ib, ia);
+    // "" is what reads return when nothing is recorded, so it needs no write.
+    if (description !== "") {
+      buffer.descriptions.pair(ia, ib, description);
+      buffer.descriptions.pair(ib, ia, description);
+    }
+    if (++pending >= RECORDS_PER_FLUSH) await flush();
+  }
+  for (const { from, to } of batch.follows) {
+    const ifrom = id(from);
+    const ito = id(to);
+    buffer.userSets.following.add(ifrom, ito);
+    buffer.userSets.followers.add(ito, ifrom);
+    if (++pending >= RECORDS_PER_FLUSH) await flush();
+  }
+  for (const kind of ASSET_KINDS) {
+    for (const { address, contract } of kind === "contracts" ? batch.interactions : batch.nfts) {
+      buffer.addressAssets[kind].add(address, contract);
+      buffer.sets.add(assetAddressesKey(kind), address);
+      const owner = plan.owners.get(address);
+      if (owner !== undefined) buffer.linkAsset(kind, owner, contract);
+      if (++pending >= RECORDS_PER_FLUSH) await flush();
+    }
+  }
+  for (const { relationId, peers } of batch.releases) {
+    const userId = id(relationId);
+    if (peers === "*") buffer.releases.add(userId, RELEASE_ALL);
+    else for (const peer of peers) buffer.releases.add(userId, id(peer));
+    if (++pending >= RECORDS_PER_FLUSH) await flush();
+  }
+  await flush();
+  await inFlight;
+
+  // Only now, with every new record in place, can users that lost addresses be trimmed to the
+  // union of what their remaining addresses hold.
+  for (const [userId, addresses] of plan.lostAddresses) await trimAssets(redis, userId, addresses);
+  onProgress?.({ written: total, total });
+}
+
+/** What a batch's users change, computed from the state before the batch. */
+interface UserPlan {
+  /** Identity index entries to remove: they still point to a re-ingested user that no longer has them. */
+  staleEntries: [kind: "address" | "social" | "game", value: string][];
+  /** Users (not in the batch) that lose an address to a batch user, with their trimmed records. */
+  formerOwners: UserRecord[];
+  /** Users that lost addresses, with the addresses they keep. */
+  lostAddresses: Map<UserId, string[]>;
+  /** Assets already recorded against batch users' addresses, by kind and address. */
+  storedAssets: Record<AssetKind, Map<string, string[]>>;
+  /** Owners, once the batch is applied, of the addresses the batch's records name (absent: none). */
+  owners: Map<string, UserId>;
+}
+
+/** Ids of every relationId the batch names, allocating fresh ids for new users. */
+async function resolveOrAllocate(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  users: Map<string, UserInput>,
+): Promise<Map<string, UserId>> {
+  const relationIds = referencedRelationIds(batch);
+  const stored = await hashGetMany(redis, RELATION_ID_INDEX, relationIds);
+  const idOf = new Map<string, UserId>();
+  const fresh: string[] = [];
+  relationIds.forEach((relationId, i) => {
+    const id = stored[i];
+    if (id != null) idOf.set(relationId, Number(id));
+    else if (users.has(relationId)) fresh.push(relationId);
+    else throw new UnknownRelationIdError(relationId);
+  });
+  if (fresh.length === 0) return idOf;
+
+  const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
+  const first = last - fresh.length + 1;
+  const claimed = await redis.sendAll(
+    fresh.map((relationId, i) => ["HSETNX", RELATION_ID_INDEX, relationId, String(first + i)]),
+  );
+  // A concurrent writer may have claimed some relationIds first: theirs wins (our ids stay unused).
+  const lost = fresh.filter((_, i) => claimed[i] !== 1);
+  const winners = await hashGetMany(redis, RELATION_ID_INDEX, lost);
+  fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
+  lost.forEach((relationId, i) => idOf.set(relationId, Number(winners[i])));
+  return idOf;
+}
+
+async function planUsers(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  users: Map<string, UserInput>,
+  idOf: Map<string, UserId>,
+): Promise<UserPlan> {
+  const batchIds = new Set<UserId>();
+  const newOwner = new Map<string, UserId>();
+  for (const user of users.values()) {
+    const id = idOf.get(user.relationId) as UserId;
+    batchIds.add(id);
+    for (const address of user.addresses) newOwner.set(address, id);
+  }
+  const batchUsers = [...users.values()];
+  const oldRecords = await readUsers(
+    redis,
+    batchUsers.map((user) => idOf.get(user.relationId) as UserId),
+  );
+
+  const stale: { id: UserId; user: UserInput; kind: "address" | "social" | "game"; value: string }[] = [];
+  batchUsers.forEach((user, i) => {
+    const old = oldRecords[i];
+    if (!old) return;
+    for (const [kind, value] of staleIdentities(old, user)) stale.push({ id: old.id, user, kind, value });
+  });
+  const assetAddresses = [...new Set([...batch.interactions, ...batch.nfts].map((record) => record.address))].filter(
+    (address) => !newOwner.has(address),
+  );
+  const claimedAddresses = [...newOwner.keys()];
+  const [staleOwners, previousOwners, storedOwners, storedAssets] = await Promise.all([
+    Promise.all(stale.map(({ kind, value }) => redis.send<string | null>(identityIndexKey(kind), ["HGET", identityIndexKey(kind), value]))),
+    hashGetMany(redis, identityIndexKey("address"), claimedAddresses),
+    hashGetMany(redis, identityIndexKey("address"), assetAddresses),
+    readStoredAssets(redis, claimedAddresses),
+  ]);
+
+  const staleEntries: UserPlan["staleEntries"] = [];
+  const lostAddresses = new Map<UserId, string[]>();
+  stale.forEach(({ id, user, kind, value }, i) => {
+    if (staleOwners[i] !== String(id)) return;
+    staleEntries.push([kind, value]);
+    if (kind === "address") lostAddresses.set(id, user.addresses);
+  });
+
+  // Addresses taken from users outside the batch: those users' records must drop them.
+  const taken = new Map<UserId, Set<string>>();
+  claimedAddresses.forEach((address, i) => {
+    const previous = previousOwners[i];
+    if (previous == null || batchIds.has(Number(previous))) return;
+    const set = taken.get(Number(previous)) ?? new Set<string>();
+    taken.set(Number(previous), set.add(address));
+  });
+  const formerIds = [...taken.keys()];
+  const formerRecords = await readUsers(redis, formerIds);
+  const formerOwners: UserRecord[] = [];
+  formerRecords.forEach((record, i) => {
+    const lost = taken.get(formerIds[i] as UserId);
+    if (!record || !lost) return;
+    const trimmed = { ...record, addresses: record.addresses.filter((address) => !lost.has(address)) };
+    formerOwners.push(trimmed);
+    lostAddresses.set(trimmed.id, trimmed.addresses);
+  });
+
+  const owners = newOwner;
+  assetAddresses.forEach((address, i) => {
+    const owner = storedOwners[i];
+    // An address still indexed to a batch user that no longer lists it has no owner any more.
+    if (owner != null && !batchIds.has(Number(owner))) owners.set(address, Number(owner));
+  });
+  return { staleEntries, formerOwners, lostAddresses, storedAssets, owners };
+}
+
+/** Assets already recorded against some addresses, reading only the addresses that have any. */
+async function readStoredAssets(redis: RedisConnection, addresses: string[]): Promise<UserPlan["storedAssets"]> {
+  const stored = { contracts: new Map<string, string[]>(), nfts: new Map<string, string[]>() };
+  await Promise.all(
+    ASSET_KINDS.map(async (kind) => {
+      const present = await setHasMany(redis, assetAddressesKey(kind), addresses);
+      const withAssets = addresses.filter((_, i) => present[i]);
+      const sets = await Promise.all(withAssets.map((address) => scanSet(redis, addressAssetsKey(kind, address))));
+      withAssets.forEach((address, i) => stored[kind].set(address, sets[i] ?? []));
+    }),
+  );
+  return stored;
+}
+
+/** Loads user records by id (null for unknown), in one round trip. */
+export async function readUsers(redis: RedisConnection, ids: readonly UserId[]): Promise<(UserRecord | null)[]> {
+  const values = await redis.getMany(ids.map(userKey));
+  return values.map((value) => (value === null ? null : (JSON.parse(value) as UserRecord)));
+}
+
+/** Removes from a user's asset sets (and their reverse indexes) what its addresses no longer hold. */
+async function trimAssets(redis: RedisConnection, id: UserId, addresses: readonly string[]): Promise<void> {
+  for (const kind of ASSET_KINDS) {
+    const [current, ...held] = await Promise.all([
+      scanSet(redis, userAssetsKey(kind, id)),
+      ...addresses.map((address) => scanSet(redis, addressAssetsKey(kind, address))),
+    ]);
+    const wanted = new Set(held.flat());
+    const extra = (current ?? []).filter((asset) => !wanted.has(asset));
+    if (extra.length === 0) continue;
+    await redis.sendAll([
+      ...chunks(extra).map((part) => ["SREM", userAssetsKey(kind, id), ...part]),
+      ...extra.map((asset) => ["SREM", assetHoldersKey(kind, asset), String(id)]),
+    ]);
+  }
+}
+
+/** The stored form of a user: exactly the record's fields, whatever else the input object carries. */
+function toRecord(id: UserId, user: UserInput): UserRecord {
+  const { relationId, name, avatar, addresses, social, game } = user;
+  return { id, relationId, name, avatar, addresses, social, game };
+}
+
+/**
+ * Members (SADD) or field/value pairs (HSET) grouped by the subject of their key (a UserId, an
+ * address, a contract, or a whole key), so that records touching one key cost one command, and
+ * key names are built once per key rather than once per record.
+ */
+class Grouped<S extends string | number> {
+  readonly #entries = new Map<S, (string | number)[]>();
+  constructor(
+    private readonly command: "SADD" | "HSET",
+    private readonly keyOf: (subject: S) => string,
+  ) {}
+
+  add(subject: S, member: string | number): void {
+    const entries = this.#entries.get(subject);
+    if (entries) entries.push(member);
+    else this.#entries.set(subject, [member]);
+  }
+
+  pair(subject: S, field: string | number, value: string): void {
+    const entries = this.#entries.get(subject);
+    if (entries) entries.push(field, value);
+    else this.#entries.set(subject, [field, value]);
+  }
+
+  drainInto(commands: string[][]): void {
+    // ARGS_PER_COMMAND is even, so HSET field/value pairs never straddle two commands.
+    for (const [subject, entries] of this.#entries) {
+      const key = this.keyOf(subject);
+      for (let start = 0; start < entries.length; start += ARGS_PER_COMMAND) {
+        const end = Math.min(start + ARGS_PER_COMMAND, entries.length);
+        const args = [this.command, key];
+        for (let i = start; i < end; i++) args.push(String(entries[i]));
+        commands.push(args);
+      }
+    }
+    this.#entries.clear();
+  }
+}
+
+/** Everything a write sends, grouped per key until the next flush. */
+class WriteBuffer {
+  readonly userSets = {
+    friends: new Grouped<UserId>("SADD", (id) => userSetKey("friends", id)),
+    following: new Grouped<UserId>("SADD", (id) => userSetKey("following", id)),
+    followers: new Grouped<UserId>("SADD", (id) => userSetKey("followers", id)),
+  };
+  readonly descriptions = new Grouped<UserId>("HSET", friendDescriptionsKey);
+  readonly releases = new Grouped<UserId>("SADD", releaseKey);
+  readonly addressAssets = assetGroups((kind) => (address: string) => addressAssetsKey(kind, address));
+  readonly userAssets = {
+    contracts: new Grouped<UserId>("SADD", (id) => userAssetsKey("contracts", id)),
+    nfts: new Grouped<UserId>("SADD", (id) => userAssetsKey("nfts", id)),
+  };
+  readonly holders = assetGroups((kind) => (asset: string) => assetHoldersKey(kind, asset));
+  /** Sets and hashes named directly by their key. */
+  readonly sets = new Grouped<string>("SADD", (key) => key);
+  readonly hashes = new Grouped<string>("HSET", (key) => key);
+  /** SET key value, flattened. */
+  strings: string[] = [];
+
+  linkAsset(kind: AssetKind, owner: UserId, asset: string): void {
+    this.userAssets[kind].add(owner, asset);
+    this.holders[kind].add(asset, owner);
+  }
+
+  /** The buffered commands, emptying the buffer. */
+  drain(): string[][] {
+    const commands: string[][] = [];
+    const groups = [
+      ...Object.values(this.userSets),
+      this.descriptions,
+      this.releases,
+      ...Object.values(this.addressAssets),
+      ...Object.values(this.userAssets),
+      ...Object.values(this.holders),
+      this.sets,
+      this.hashes,
+    ];
+    for (const group of groups) group.drainInto(commands);
+    for (let i = 0; i < this.strings.length; i += 2) commands.push(["SET", this.strings[i] as string, this.strings[i + 1] as string]);
+    this.strings = [];
+    return commands;
+  }
+}
+
+function assetGroups(keyOf: (kind: AssetKind) => (subject: string) => string): Record<AssetKind, Grouped<string>> {
+  return { contracts: new Grouped("SADD", keyOf("contracts")), nfts: new Grouped("SADD", keyOf("nfts")) };
+}

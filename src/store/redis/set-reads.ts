@@ -1,0 +1,83 @@
+import type { RedisConnection } from "./connection.js";
+
+/** Members per SMISMEMBER / HMGET / SADD command: big enough to amortize, small enough not to stall Redis. */
+export const ARGS_PER_COMMAND = 1_000;
+
+/** Splits a list into chunks of at most `size`. */
+export function chunks<T>(items: readonly T[], size = ARGS_PER_COMMAND): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}
+
+/** All members of a set of any size, read with SSCAN so that no single reply is unbounded. */
+export async function scanSet(redis: RedisConnection, key: string): Promise<string[]> {
+  const members: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, page] = await redis.send<[string, string[]]>(key, ["SSCAN", key, cursor, "COUNT", "1000"]);
+    members.push(...page);
+    cursor = next;
+  } while (cursor !== "0");
+  // SSCAN may return a member twice when the set changes between pages.
+  return [...new Set(members)];
+}
+
+/** SCARD of each key, in one round trip. */
+export function cardinalities(redis: RedisConnection, keys: readonly string[]): Promise<number[]> {
+  return Promise.all(keys.map((key) => redis.send<number>(key, ["SCARD", key])));
+}
+
+/** Members of each set no larger than maxSize; larger sets come back as null without being read. */
+export async function boundedSets(redis: RedisConnection, keys: readonly string[], maxSize: number): Promise<(string[] | null)[]> {
+  const sizes = await cardinalities(redis, keys);
+  return Promise.all(
+    keys.map((key, i) => {
+      const size = sizes[i] ?? 0;
+      if (size > maxSize) return null;
+      return size === 0 ? [] : redis.send<string[]>(key, ["SMEMBERS", key]);
+    }),
+  );
+}
+
+/** HMGET of many fields of one hash, chunked, in one round trip. */
+export async function hashGetMany(redis: RedisConnection, key: string, fields: readonly string[]): Promise<(string | null)[]> {
+  const replies = await Promise.all(
+    chunks(fields).map((part) => redis.send<(string | null)[]>(key, ["HMGET", key, ...part])),
+  );
+  return replies.flat();
+}
+
+/** SMISMEMBER of many members of one set, chunked, in one round trip. */
+export async function setHasMany(redis: RedisConnection, key: string, members: readonly string[]): Promise<boolean[]> {
+  const replies = await Promise.all(
+    chunks(members).map((part) => redis.send<number[]>(key, ["SMISMEMBER", key, ...part])),
+  );
+  return replies.flat().map((flag) => flag === 1);
+}
+
+/**
+ * Members common to every set.
+ *
+ * Standalone, SINTER does it in one command. On a cluster the sets of different users (or
+ * addresses) hash to different slots, so SINTER would fail with CROSSSLOT; copying them under a
+ * shared hash tag would double memory and go stale. So the client intersects: SCARD every set,
+ * read only the smallest (with SSCAN, as it may still be large), then keep the candidates that
+ * SMISMEMBER finds in each other set, smallest set first so that the candidate list shrinks as
+ * early as possible. The work is bounded by the smallest set, as SINTER's is.
+ */
+export async function intersectSets(redis: RedisConnection, keys: readonly string[]): Promise<string[]> {
+  if (keys.length === 0) return [];
+  if (!redis.clustered) return redis.send<string[]>(keys[0], ["SINTER", ...keys]);
+  const sizes = await cardinalities(redis, keys);
+  if (sizes.some((size) => size === 0)) return [];
+  const [smallest, ...others] = keys.map((key, i) => ({ key, size: sizes[i] ?? 0 })).sort((x, y) => x.size - y.size);
+  if (!smallest) return [];
+  let candidates = await scanSet(redis, smallest.key);
+  for (const { key } of others) {
+    if (candidates.length === 0) break;
+    const present = await setHasMany(redis, key, candidates);
+    candidates = candidates.filter((_, i) => present[i]);
+  }
+  return candidates;
+}

@@ -1,0 +1,108 @@
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/domain/errors.js";
+import type { UserId } from "../../src/domain/model.js";
+import { createStore } from "../../src/store/index.js";
+import { addressAssetsKey, userSetKey } from "../../src/store/redis/keys.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { startRedisCluster, startRedisServer, type TestRedisCluster } from "../support/redis-servers.js";
+import { addr, batch, defineStoreAcceptance, fixture } from "./store-acceptance.js";
+
+let cluster: TestRedisCluster;
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+/** Runs one command on every master; FLUSHALL only empties the node it is sent to. */
+async function onEveryNode(nodes: string[], args: string[]): Promise<unknown[]> {
+  return Promise.all(
+    nodes.map(async (node) => {
+      const client = createClient({ url: `redis://${node}` });
+      await client.connect();
+      try {
+        return await client.sendCommand(args);
+      } finally {
+        await client.close();
+      }
+    }),
+  );
+}
+
+defineStoreAcceptance({
+  engine: "redis-cluster",
+  async createEmpty() {
+    await onEveryNode(cluster.nodes, ["FLUSHALL"]);
+    return createRedisStore({ clusterNodes: cluster.nodes });
+  },
+  async createDisposable() {
+    const own = await startRedisCluster();
+    return { store: await createRedisStore({ clusterNodes: own.nodes }), stopBackend: own.stop };
+  },
+});
+
+describe("redis-cluster engine", () => {
+  it("is chosen by createStore over a URL when cluster nodes are configured", async () => {
+    const store = await createStore({ redisUrl: "redis://127.0.0.1:1", redisClusterNodes: cluster.nodes });
+    try {
+      expect(store.engine).toBe("redis-cluster");
+      await store.ping();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("fails promptly with StoreUnavailableError when no seed node answers", async () => {
+    // A port that just had a server on it is a port nothing answers on.
+    const gone = await startRedisServer();
+    await gone.stop();
+    const error = await createRedisStore({ clusterNodes: [`127.0.0.1:${gone.port}`] }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).cause).toBeDefined();
+  });
+
+  it("intersects sets whose keys live in different slots", async () => {
+    await onEveryNode(cluster.nodes, ["FLUSHALL"]);
+    const store = await createRedisStore({ clusterNodes: cluster.nodes });
+    try {
+      await store.write(fixture());
+      const [u1, u2, u3] = (await store.resolveRelationIds(["u1", "u2", "u3"])) as UserId[];
+      const keys = [userSetKey("friends", u1!), userSetKey("friends", u2!), userSetKey("friends", u3!)];
+      const contractKeys = [addressAssetsKey("contracts", addr("a1")), addressAssetsKey("contracts", addr("b1"))];
+      const [first] = cluster.nodes;
+      const client = createClient({ url: `redis://${first}` });
+      await client.connect();
+      try {
+        const slots = await Promise.all([...keys, ...contractKeys].map((key) => client.sendCommand(["CLUSTER", "KEYSLOT", key])));
+        expect(new Set(slots.slice(0, 3)).size).toBe(3);
+        expect(slots[3]).not.toBe(slots[4]);
+        // The server itself refuses to intersect them: that is why the engine intersects client-side.
+        await expect(client.sendCommand(["SINTER", ...keys])).rejects.toThrow(/CROSSSLOT|MOVED/);
+      } finally {
+        await client.close();
+      }
+      expect(await store.userSetIntersection("friends", [u1!, u2!, u3!])).toHaveLength(1);
+      expect(await store.contractIntersection([addr("a1"), addr("b1")])).toEqual([addr("c0001")]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("spreads users over every node", async () => {
+    await onEveryNode(cluster.nodes, ["FLUSHALL"]);
+    const store = await createRedisStore({ clusterNodes: cluster.nodes });
+    try {
+      await store.write(fixture());
+      await store.write(batch({ follows: [{ from: "u6", to: "u1" }] }));
+      const sizes = (await onEveryNode(cluster.nodes, ["DBSIZE"])) as number[];
+      for (const size of sizes) expect(size).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+});

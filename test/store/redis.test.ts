@@ -1,0 +1,88 @@
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/domain/errors.js";
+import { createStore } from "../../src/store/index.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { userSetKey } from "../../src/store/redis/keys.js";
+import type { UserId } from "../../src/domain/model.js";
+import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { batch, defineStoreAcceptance, user } from "./store-acceptance.js";
+
+let server: TestRedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function flushAll(url: string): Promise<void> {
+  const client = createClient({ url });
+  await client.connect();
+  await client.flushAll();
+  await client.close();
+}
+
+defineStoreAcceptance({
+  engine: "redis",
+  async createEmpty() {
+    await flushAll(server.url);
+    return createRedisStore({ url: server.url });
+  },
+  async createDisposable() {
+    const own = await startRedisServer();
+    return { store: await createRedisStore({ url: own.url }), stopBackend: own.stop };
+  },
+});
+
+describe("redis engine", () => {
+  it("is chosen by createStore when a URL is configured", async () => {
+    const store = await createStore({ redisUrl: server.url, redisClusterNodes: [] });
+    try {
+      expect(store.engine).toBe("redis");
+      await store.ping();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("fails promptly with StoreUnavailableError when Redis is down at startup", async () => {
+    const gone = await startRedisServer();
+    await gone.stop();
+    const error = await createRedisStore({ url: gone.url }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).cause).toBeDefined();
+  });
+
+  it("keeps friend sets compact (intset encoding, few bytes per member)", async () => {
+    await flushAll(server.url);
+    const store = await createRedisStore({ url: server.url });
+    const client = createClient({ url: server.url });
+    await client.connect();
+    try {
+      // Hubs with 50, 200 and 500 friends (Redis 7.0 keeps sets of up to 512 integers as intsets).
+      const sizes = [50, 200, 500];
+      const members = Array.from({ length: 500 }, (_, i) => user(`m${i}`, []));
+      const friends = sizes.flatMap((size, h) =>
+        members.slice(0, size).map((m) => ({ a: `hub${h}`, b: m.relationId, description: "" })),
+      );
+      await store.write(batch({ users: [...sizes.map((_, h) => user(`hub${h}`, [])), ...members], friends }));
+      const hubs = (await store.resolveRelationIds(sizes.map((_, h) => `hub${h}`))) as UserId[];
+      const perMember: number[] = [];
+      for (const [h, id] of hubs.entries()) {
+        const key = userSetKey("friends", id);
+        expect(await client.sendCommand(["OBJECT", "ENCODING", key])).toBe("intset");
+        const bytes = Number(await client.sendCommand(["MEMORY", "USAGE", key, "SAMPLES", "0"]));
+        perMember.push(bytes / (sizes[h] as number));
+      }
+      console.info(`friend-set bytes per member (50, 200, 500 members): ${perMember.map((b) => b.toFixed(2)).join(", ")}`);
+      for (const bytes of perMember) expect(bytes).toBeLessThanOrEqual(20);
+    } finally {
+      await client.close();
+      await store.close();
+    }
+  });
+});

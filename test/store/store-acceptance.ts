@@ -1,0 +1,569 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/domain/errors.js";
+import { normalizeSocialUsername } from "../../src/domain/identity.js";
+import type { UserId } from "../../src/domain/model.js";
+import { UnknownRelationIdError } from "../../src/store/index.js";
+import type { GraphStore, IngestBatch, UserInput, WriteProgress } from "../../src/store/store.js";
+
+/** How the acceptance suite gets stores of one engine. */
+export interface StoreAcceptanceOptions {
+  /** The engine name the stores must report. */
+  engine: string;
+  /** A store over an empty backend; called before each test. */
+  createEmpty(): Promise<GraphStore>;
+  /**
+   * A store over a backend of its own, and a way to take that backend down. Absent for engines
+   * that cannot become unavailable.
+   */
+  createDisposable?(): Promise<{ store: GraphStore; stopBackend(): Promise<void> }>;
+}
+
+/** Lowercase test addresses: `addr("a1")` is 0x + "a1" padded to 40 hex digits. */
+export function addr(tag: string): string {
+  return `0x${tag.padStart(40, "0")}`;
+}
+
+/** A user input with defaults, for tests. */
+export function user(relationId: string, addresses: string[], extra: Partial<UserInput> = {}): UserInput {
+  return {
+    relationId,
+    name: `name of ${relationId}`,
+    avatar: `https://a.example/${relationId}.png`,
+    addresses,
+    social: null,
+    game: null,
+    ...extra,
+  };
+}
+
+/** A batch with only the given parts. */
+export function batch(parts: Partial<IngestBatch>): IngestBatch {
+  return { users: [], friends: [], follows: [], interactions: [], nfts: [], releases: [], ...parts };
+}
+
+const A1 = addr("a1");
+const A2 = addr("a2");
+const B1 = addr("b1");
+const C1 = addr("c1");
+const D1 = addr("d1");
+const E1 = addr("e1");
+const X1 = addr("f1"); // an address with interactions but no user
+const K1 = addr("c0001");
+const K2 = addr("c0002");
+const K3 = addr("c0003");
+const N1 = addr("e0001");
+
+/**
+ * u1..u5 are friends as u1-u2, u1-u3, u2-u3, u1-u4, u2-u4, and u5 with u1, u2, u3; u6 has no relation.
+ * K1 is a contract of u1 (A1), u2, u3 and the ownerless X1; K2 of u1 (A2); K3 of u2.
+ */
+export function fixture(): IngestBatch {
+  return batch({
+    users: [
+      user("u1", [A1, A2], {
+        name: "Alice",
+        social: { username: "alice", name: "Alice S", avatar: "https://s.example/alice.png" },
+        game: { gameId: "76561198000000001", name: "alice_g", avatar: "https://g.example/1.png" },
+      }),
+      user("u2", [B1], { social: { username: "bob", name: "Bob", avatar: "https://s.example/bob.png" } }),
+      user("u3", [C1], { game: { gameId: "g3", name: "carol_g", avatar: "https://g.example/3.png" } }),
+      user("u4", [D1]),
+      user("u5", [E1]),
+      user("u6", []),
+    ],
+    friends: [
+      { a: "u1", b: "u2", description: "met at ETHDenver" },
+      { a: "u1", b: "u3", description: "colleagues" },
+      { a: "u2", b: "u3", description: "" },
+      { a: "u1", b: "u4", description: "siblings" },
+      { a: "u2", b: "u4", description: "" },
+      { a: "u5", b: "u1", description: "neighbours" },
+      { a: "u5", b: "u2", description: "" },
+      { a: "u5", b: "u3", description: "" },
+    ],
+    follows: [
+      { from: "u1", to: "u2" },
+      { from: "u1", to: "u3" },
+      { from: "u2", to: "u3" },
+      { from: "u4", to: "u3" },
+    ],
+    interactions: [
+      { address: A1, contract: K1 },
+      { address: A2, contract: K2 },
+      { address: B1, contract: K1 },
+      { address: B1, contract: K3 },
+      { address: C1, contract: K1 },
+      { address: X1, contract: K1 },
+    ],
+    nfts: [
+      { address: A1, contract: N1 },
+      { address: B1, contract: N1 },
+    ],
+    releases: [
+      { relationId: "u1", peers: "*" },
+      { relationId: "u2", peers: ["u1", "u5"] },
+    ],
+  });
+}
+
+const sorted = <T extends string | number>(values: readonly T[]): T[] =>
+  [...values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+
+/** Defines the acceptance tests every GraphStore engine must pass. */
+export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
+  describe(`GraphStore acceptance: ${options.engine}`, () => {
+    let store: GraphStore;
+    beforeEach(async () => {
+      store = await options.createEmpty();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    /** Writes the fixture and returns the ids of u1..u6 by relationId. */
+    async function loadFixture(): Promise<Record<string, UserId>> {
+      await store.write(fixture());
+      const names = ["u1", "u2", "u3", "u4", "u5", "u6"];
+      const ids = await store.resolveRelationIds(names);
+      return Object.fromEntries(names.map((name, i) => [name, ids[i] as UserId]));
+    }
+
+    describe("basics", () => {
+      it("reports its engine and answers ping", async () => {
+        expect(store.engine).toBe(options.engine);
+        await expect(store.ping()).resolves.toBeUndefined();
+      });
+
+      it("close is idempotent", async () => {
+        await store.close();
+        await store.close();
+        store = await options.createEmpty();
+      });
+    });
+
+    describe("identities and users", () => {
+      it("resolves each identity kind, and null for unknown ones", async () => {
+        const id = await loadFixture();
+        expect(
+          await store.resolve([
+            { kind: "address", value: A2 },
+            { kind: "social", value: "bob" },
+            { kind: "game", value: "g3" },
+            { kind: "game", value: "76561198000000001" },
+            { kind: "address", value: X1 },
+            { kind: "social", value: "nobody" },
+            { kind: "game", value: "unknown" },
+          ]),
+        ).toEqual([id.u1, id.u2, id.u3, id.u1, null, null, null]);
+      });
+
+      it("matches social usernames case-insensitively once normalized", async () => {
+        const id = await loadFixture();
+        const value = normalizeSocialUsername("ALiCe");
+        expect(await store.resolve([{ kind: "social", value }])).toEqual([id.u1]);
+      });
+
+      it("gives small distinct integer ids and resolves relationIds", async () => {
+        const id = await loadFixture();
+        const ids = Object.values(id);
+        expect(new Set(ids).size).toBe(6);
+        for (const value of ids) expect(Number.isSafeInteger(value) && value > 0).toBe(true);
+        expect(await store.resolveRelationIds(["u3", "nope", "u1"])).toEqual([id.u3, null, id.u1]);
+      });
+
+      it("hydrates users and relationIds in the order asked, null or empty for unknown ids", async () => {
+        const id = await loadFixture();
+        const unknown = Math.max(...Object.values(id)) + 1000;
+        const users = await store.users([id.u2 as UserId, unknown, id.u1 as UserId]);
+        expect(users).toEqual([
+          {
+            id: id.u2,
+            relationId: "u2",
+            name: "name of u2",
+            avatar: "https://a.example/u2.png",
+            addresses: [B1],
+            social: { username: "bob", name: "Bob", avatar: "https://s.example/bob.png" },
+            game: null,
+          },
+          null,
+          {
+            id: id.u1,
+            relationId: "u1",
+            name: "Alice",
+            avatar: "https://a.example/u1.png",
+            addresses: [A1, A2],
+            social: { username: "alice", name: "Alice S", avatar: "https://s.example/alice.png" },
+            game: { gameId: "76561198000000001", name: "alice_g", avatar: "https://g.example/1.png" },
+          },
+        ]);
+        expect(await store.relationIds([id.u3 as UserId, unknown, id.u6 as UserId])).toEqual(["u3", "", "u6"]);
+        expect(await store.users([])).toEqual([]);
+      });
+
+      it("hydrates many users at once", async () => {
+        const users = Array.from({ length: 500 }, (_, i) => user(`bulk-${i}`, [addr(`b${i}`)]));
+        await store.write(batch({ users }));
+        const ids = await store.resolveRelationIds(users.map((u) => u.relationId));
+        const loaded = await store.users(ids as UserId[]);
+        expect(loaded.map((u) => u?.relationId)).toEqual(users.map((u) => u.relationId));
+        expect(await store.relationIds(ids as UserId[])).toEqual(users.map((u) => u.relationId));
+      });
+    });
+
+    describe("user sets", () => {
+      it("keeps friends undirected and follows directed", async () => {
+        const id = await loadFixture();
+        expect(sorted(await store.userSet("friends", id.u4 as UserId))).toEqual(sorted([id.u1, id.u2] as UserId[]));
+        expect(sorted(await store.userSet("friends", id.u1 as UserId))).toEqual(
+          sorted([id.u2, id.u3, id.u4, id.u5] as UserId[]),
+        );
+        expect(sorted(await store.userSet("following", id.u1 as UserId))).toEqual(sorted([id.u2, id.u3] as UserId[]));
+        expect(await store.userSet("followers", id.u1 as UserId)).toEqual([]);
+        expect(sorted(await store.userSet("followers", id.u3 as UserId))).toEqual(
+          sorted([id.u1, id.u2, id.u4] as UserId[]),
+        );
+        expect(await store.userSet("friends", id.u6 as UserId)).toEqual([]);
+      });
+
+      it("counts set sizes", async () => {
+        const id = await loadFixture();
+        const ids = [id.u1, id.u3, id.u6] as UserId[];
+        expect(await store.userSetSizes("friends", ids)).toEqual([4, 3, 0]);
+        expect(await store.userSetSizes("following", ids)).toEqual([2, 0, 0]);
+        expect(await store.userSetSizes("followers", ids)).toEqual([0, 3, 0]);
+      });
+
+      it("returns null instead of reading sets larger than the bound", async () => {
+        const id = await loadFixture();
+        const bounded = await store.userSetsBounded("friends", [id.u1, id.u6, id.u3] as UserId[], 3);
+        expect(bounded[0]).toBeNull();
+        expect(bounded[1]).toEqual([]);
+        expect(sorted(bounded[2] ?? [])).toEqual(sorted([id.u1, id.u2, id.u5] as UserId[]));
+        expect(await store.userSetsBounded("friends", [id.u1] as UserId[], 4)).not.toEqual([null]);
+      });
+
+      it("intersects the sets of two and three users, and gives [] for none or disjoint", async () => {
+        const id = await loadFixture();
+        expect(sorted(await store.userSetIntersection("friends", [id.u1, id.u2] as UserId[]))).toEqual(
+          sorted([id.u3, id.u4, id.u5] as UserId[]),
+        );
+        expect(await store.userSetIntersection("friends", [id.u1, id.u2, id.u3] as UserId[])).toEqual([id.u5]);
+        expect(await store.userSetIntersection("friends", [id.u1, id.u6] as UserId[])).toEqual([]);
+        expect(sorted(await store.userSetIntersection("friends", [id.u3, id.u4] as UserId[]))).toEqual(
+          sorted([id.u1, id.u2] as UserId[]),
+        );
+        expect(sorted(await store.userSetIntersection("followers", [id.u2, id.u3] as UserId[]))).toEqual([id.u1]);
+        expect(await store.userSetIntersection("friends", [])).toEqual([]);
+        expect(sorted(await store.userSetIntersection("friends", [id.u4] as UserId[]))).toEqual(
+          sorted([id.u1, id.u2] as UserId[]),
+        );
+      });
+
+      it("intersects large sets exactly", async () => {
+        // Friends: hub-a with 0..2999, hub-b with the even ones, hub-c with multiples of 3.
+        const members = Array.from({ length: 3000 }, (_, i) => user(`m${i}`, []));
+        const friends = members.flatMap((m, i) => [
+          { a: "hub-a", b: m.relationId, description: "" },
+          ...(i % 2 === 0 ? [{ a: "hub-b", b: m.relationId, description: "" }] : []),
+          ...(i % 3 === 0 ? [{ a: "hub-c", b: m.relationId, description: "" }] : []),
+        ]);
+        await store.write(batch({ users: [user("hub-a", []), user("hub-b", []), user("hub-c", []), ...members], friends }));
+        const hubs = (await store.resolveRelationIds(["hub-a", "hub-b", "hub-c"])) as UserId[];
+        const common = await store.userSetIntersection("friends", hubs);
+        const expected = members.filter((_, i) => i % 6 === 0).map((m) => m.relationId);
+        expect(sorted(await store.relationIds(common))).toEqual(sorted(expected));
+      });
+    });
+
+    describe("assets", () => {
+      it("unions a user's assets over all of its addresses", async () => {
+        const id = await loadFixture();
+        expect(sorted(await store.userAssets("contracts", id.u1 as UserId))).toEqual([K1, K2]);
+        expect(sorted(await store.userAssets("contracts", id.u2 as UserId))).toEqual([K1, K3]);
+        expect(await store.userAssets("nfts", id.u1 as UserId)).toEqual([N1]);
+        expect(await store.userAssets("nfts", id.u3 as UserId)).toEqual([]);
+        expect(await store.userAssets("contracts", id.u6 as UserId)).toEqual([]);
+      });
+
+      it("links assets recorded before their user, across two writes, and after it", async () => {
+        const F1 = addr("ff1");
+        const F2 = addr("ff2");
+        await store.write(batch({ interactions: [{ address: F1, contract: K2 }], nfts: [{ address: F2, contract: N1 }] }));
+        expect(await store.resolve([{ kind: "address", value: F1 }])).toEqual([null]);
+        await store.write(batch({ users: [user("late", [F1, F2])] }));
+        const [late] = (await store.resolveRelationIds(["late"])) as [UserId];
+        expect(await store.userAssets("contracts", late)).toEqual([K2]);
+        expect(await store.userAssets("nfts", late)).toEqual([N1]);
+        expect(await store.assetHoldersBounded("contracts", [K2], 10)).toEqual([[late]]);
+        await store.write(batch({ interactions: [{ address: F2, contract: K3 }] }));
+        expect(sorted(await store.userAssets("contracts", late))).toEqual([K2, K3]);
+        expect(await store.assetHoldersBounded("nfts", [N1], 10)).toEqual([[late]]);
+      });
+
+      it("links assets whose records precede their user within one batch", async () => {
+        const F1 = addr("ff1");
+        await store.write(batch({ interactions: [{ address: F1, contract: K1 }], users: [user("same", [F1])] }));
+        const [same] = (await store.resolveRelationIds(["same"])) as [UserId];
+        expect(await store.userAssets("contracts", same)).toEqual([K1]);
+      });
+
+      it("lists asset holders, skipping popular assets as null", async () => {
+        const id = await loadFixture();
+        const unknown = addr("c9999");
+        const [k1, k2, k3, none] = await store.assetHoldersBounded("contracts", [K1, K2, K3, unknown], 2);
+        expect(k1).toBeNull();
+        expect(k2).toEqual([id.u1]);
+        expect(k3).toEqual([id.u2]);
+        expect(none).toEqual([]);
+        const [k1All] = await store.assetHoldersBounded("contracts", [K1], 3);
+        expect(sorted(k1All ?? [])).toEqual(sorted([id.u1, id.u2, id.u3] as UserId[]));
+        const [n1] = await store.assetHoldersBounded("nfts", [N1], 3);
+        expect(sorted(n1 ?? [])).toEqual(sorted([id.u1, id.u2] as UserId[]));
+        expect(await store.assetHoldersBounded("nfts", [], 3)).toEqual([]);
+      });
+
+      it("intersects the contracts of addresses", async () => {
+        await loadFixture();
+        expect(await store.contractIntersection([A1, B1])).toEqual([K1]);
+        expect(await store.contractIntersection([A1, B1, C1, X1])).toEqual([K1]);
+        expect(await store.contractIntersection([A2, B1])).toEqual([]);
+        expect(await store.contractIntersection([A1, addr("9999")])).toEqual([]);
+        expect(sorted(await store.contractIntersection([B1]))).toEqual([K1, K3]);
+        expect(await store.contractIntersection([])).toEqual([]);
+      });
+
+      it("knows the addresses of users and of interaction and nft records", async () => {
+        await loadFixture();
+        const nftOnly = addr("ee");
+        await store.write(batch({ nfts: [{ address: nftOnly, contract: N1 }] }));
+        expect(await store.addressesKnown([A1, X1, nftOnly, E1, addr("9999")])).toEqual([true, true, true, true, false]);
+      });
+    });
+
+    describe("releases and descriptions", () => {
+      it("returns '*', a list of peers, or [] when nothing was released", async () => {
+        const id = await loadFixture();
+        expect(await store.release(id.u1 as UserId)).toBe("*");
+        expect(sorted((await store.release(id.u2 as UserId)) as UserId[])).toEqual(sorted([id.u1, id.u5] as UserId[]));
+        expect(await store.release(id.u3 as UserId)).toEqual([]);
+      });
+
+      it("accumulates releases across loads, '*' winning", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ releases: [{ relationId: "u2", peers: ["u3"] }] }));
+        expect(sorted((await store.release(id.u2 as UserId)) as UserId[])).toEqual(
+          sorted([id.u1, id.u3, id.u5] as UserId[]),
+        );
+        await store.write(batch({ releases: [{ relationId: "u2", peers: "*" }, { relationId: "u1", peers: ["u2"] }] }));
+        expect(await store.release(id.u2 as UserId)).toBe("*");
+        expect(await store.release(id.u1 as UserId)).toBe("*");
+      });
+
+      it("describes friend relations in both directions, '' when none", async () => {
+        const id = await loadFixture();
+        expect(await store.friendDescriptions(id.u1 as UserId, [id.u2, id.u5, id.u4, id.u6] as UserId[])).toEqual([
+          "met at ETHDenver",
+          "neighbours",
+          "siblings",
+          "",
+        ]);
+        expect(await store.friendDescriptions(id.u5 as UserId, [id.u1, id.u2] as UserId[])).toEqual(["neighbours", ""]);
+        expect(await store.friendDescriptions(id.u6 as UserId, [])).toEqual([]);
+      });
+
+      it("replaces a description with a newer one, never with an empty one", async () => {
+        const id = await loadFixture();
+        await store.write(
+          batch({
+            friends: [
+              { a: "u2", b: "u1", description: "" },
+              { a: "u4", b: "u1", description: "old friends" },
+            ],
+          }),
+        );
+        expect(await store.friendDescriptions(id.u1 as UserId, [id.u2, id.u4] as UserId[])).toEqual([
+          "met at ETHDenver",
+          "old friends",
+        ]);
+      });
+    });
+
+    describe("writes", () => {
+      /** Everything the store can tell about the fixture's world, through the interface only. */
+      async function snapshot(): Promise<unknown> {
+        const relationIds = ["u1", "u2", "u3", "u4", "u5", "u6"];
+        const ids = (await store.resolveRelationIds(relationIds)) as UserId[];
+        const perUser = await Promise.all(
+          ids.map(async (id) => ({
+            friends: sorted(await store.userSet("friends", id)),
+            following: sorted(await store.userSet("following", id)),
+            followers: sorted(await store.userSet("followers", id)),
+            contracts: sorted(await store.userAssets("contracts", id)),
+            nfts: sorted(await store.userAssets("nfts", id)),
+            release: await store.release(id).then((r) => (r === "*" ? r : sorted(r))),
+            descriptions: await store.friendDescriptions(id, ids),
+          })),
+        );
+        const addresses = [A1, A2, B1, C1, D1, E1, X1];
+        return {
+          ids,
+          users: await store.users(ids),
+          perUser,
+          resolved: await store.resolve(addresses.map((value) => ({ kind: "address" as const, value }))),
+          holders: (await store.assetHoldersBounded("contracts", [K1, K2, K3], 100)).map((h) => sorted(h ?? [])),
+          nftHolders: (await store.assetHoldersBounded("nfts", [N1], 100)).map((h) => sorted(h ?? [])),
+          intersection: await store.contractIntersection([A1, B1]),
+          known: await store.addressesKnown(addresses),
+        };
+      }
+
+      it("is idempotent: writing the same batch twice leaves the same state", async () => {
+        await loadFixture();
+        const first = await snapshot();
+        await store.write(fixture());
+        expect(await snapshot()).toEqual(first);
+      });
+
+      it("rejects a batch naming an unknown relationId, writing nothing", async () => {
+        const error = await store
+          .write(batch({ users: [user("new", [addr("9")])], follows: [{ from: "new", to: "ghost" }] }))
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
+        expect(error).toBeInstanceOf(UnknownRelationIdError);
+        expect(await store.resolveRelationIds(["new"])).toEqual([null]);
+        expect(await store.resolve([{ kind: "address", value: addr("9") }])).toEqual([null]);
+      });
+
+      it("reports progress up to the batch's record count", async () => {
+        const progress: WriteProgress[] = [];
+        const data = fixture();
+        await store.write(data, (p) => progress.push(p));
+        const total = 6 + 8 + 4 + 6 + 2 + 2;
+        expect(progress.length).toBeGreaterThan(0);
+        expect(progress.at(-1)).toEqual({ written: total, total });
+        for (const p of progress) expect(p.total).toBe(total);
+      });
+
+      it("re-ingesting a user replaces its record and drops stale identities and assets", async () => {
+        const id = await loadFixture();
+        const B2 = addr("b2");
+        await store.write(
+          batch({
+            users: [
+              user("u2", [B2], { social: { username: "bobby", name: "Bobby", avatar: "https://s.example/b.png" } }),
+            ],
+          }),
+        );
+        expect(
+          await store.resolve([
+            { kind: "address", value: B1 },
+            { kind: "address", value: B2 },
+            { kind: "social", value: "bob" },
+            { kind: "social", value: "bobby" },
+          ]),
+        ).toEqual([null, id.u2, null, id.u2]);
+        expect((await store.users([id.u2 as UserId]))[0]?.addresses).toEqual([B2]);
+        expect(await store.userAssets("contracts", id.u2 as UserId)).toEqual([]);
+        expect(await store.userAssets("nfts", id.u2 as UserId)).toEqual([]);
+        expect(await store.assetHoldersBounded("contracts", [K3], 10)).toEqual([[]]);
+        expect(sorted((await store.assetHoldersBounded("contracts", [K1], 10))[0] ?? [])).toEqual(
+          sorted([id.u1, id.u3] as UserId[]),
+        );
+        // The old address still has its records; relations and id are kept.
+        expect(await store.addressesKnown([B1])).toEqual([true]);
+        expect(await store.contractIntersection([B1, A1])).toEqual([K1]);
+        expect(await store.resolveRelationIds(["u2"])).toEqual([id.u2]);
+        expect(sorted(await store.userSet("friends", id.u2 as UserId))).toEqual(
+          sorted([id.u1, id.u3, id.u4, id.u5] as UserId[]),
+        );
+      });
+
+      it("moves an address claimed by another user away from its former owner", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ users: [user("u3", [C1, A2])] }));
+        expect(await store.resolve([{ kind: "address", value: A2 }])).toEqual([id.u3]);
+        expect((await store.users([id.u1 as UserId]))[0]?.addresses).toEqual([A1]);
+        expect(await store.userAssets("contracts", id.u1 as UserId)).toEqual([K1]);
+        expect(sorted(await store.userAssets("contracts", id.u3 as UserId))).toEqual([K1, K2]);
+        expect(await store.assetHoldersBounded("contracts", [K2], 10)).toEqual([[id.u3]]);
+        // u3's game identity was dropped by the new record.
+        expect(await store.resolve([{ kind: "game", value: "g3" }])).toEqual([null]);
+      });
+
+      it("keeps an identity with the user that took it over in the same batch", async () => {
+        const id = await loadFixture();
+        await store.write(
+          batch({
+            users: [
+              user("u2", [B1]),
+              user("u4", [D1], { social: { username: "bob", name: "Bob 2", avatar: "https://s.example/2.png" } }),
+            ],
+          }),
+        );
+        expect(await store.resolve([{ kind: "social", value: "bob" }])).toEqual([id.u4]);
+      });
+    });
+
+    describe("paging state", () => {
+      it("stores values until their TTL expires", async () => {
+        await store.putPagingState("page-a", "state-a", 1);
+        await store.putPagingState("page-b", "state-b", 600);
+        expect(await store.getPagingState("page-a")).toBe("state-a");
+        expect(await store.getPagingState("missing")).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        expect(await store.getPagingState("page-a")).toBeNull();
+        expect(await store.getPagingState("page-b")).toBe("state-b");
+      });
+    });
+
+    describe("api keys", () => {
+      it("puts, finds by hash, lists and revokes", async () => {
+        const one = { id: "k1", hash: "a".repeat(64), label: "ci", createdAt: "2024-01-01T00:00:00.000Z", revokedAt: null };
+        const two = { id: "k2", hash: "b".repeat(64), label: "", createdAt: "2024-01-02T00:00:00.000Z", revokedAt: null };
+        await store.putApiKey(one);
+        await store.putApiKey(two);
+        expect(await store.apiKeyByHash(one.hash)).toEqual(one);
+        expect(await store.apiKeyByHash("c".repeat(64))).toBeNull();
+        expect((await store.listApiKeys()).sort((x, y) => x.id.localeCompare(y.id))).toEqual([one, two]);
+        expect(await store.revokeApiKey("k1", "2024-02-01T00:00:00.000Z")).toBe(true);
+        expect(await store.revokeApiKey("k9", "2024-02-01T00:00:00.000Z")).toBe(false);
+        expect(await store.apiKeyByHash(one.hash)).toEqual({ ...one, revokedAt: "2024-02-01T00:00:00.000Z" });
+        expect(await store.apiKeyByHash(two.hash)).toEqual(two);
+      });
+    });
+
+    describe("unavailability", () => {
+      // The memory engine has no backend that can go away, so it passes no createDisposable.
+      it.skipIf(!options.createDisposable)("fails with StoreUnavailableError once its backend is gone", async () => {
+        const disposable = await options.createDisposable!();
+        try {
+          await disposable.store.write(fixture());
+          await disposable.store.ping();
+          await disposable.stopBackend();
+          for (const call of [
+            () => disposable.store.ping(),
+            () => disposable.store.resolveRelationIds(["u1"]),
+            () => disposable.store.users([1, 2]),
+            () => disposable.store.userSetIntersection("friends", [1, 2]),
+            () => disposable.store.write(fixture()),
+            () => disposable.store.getPagingState("x"),
+          ]) {
+            const error = await call().then(
+              () => null,
+              (e: unknown) => e,
+            );
+            expect(error).toBeInstanceOf(StoreUnavailableError);
+            const unavailable = error as StoreUnavailableError;
+            expect(unavailable.code).toBe("50300");
+            expect(unavailable.cause).toBeDefined();
+            expect(unavailable.message).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|Socket|redis/i);
+          }
+        } finally {
+          await disposable.store.close();
+        }
+      });
+    });
+  });
+}
