@@ -1,5 +1,5 @@
-import type { IdentityKind } from "../../domain/model.js";
-import type { IngestBatch, UserInput } from "../store.js";
+import type { IdentityKind } from "../domain/model.js";
+import type { IngestBatch, UserInput } from "./store.js";
 
 /* Pure helpers over ingest batches, shared by every engine so that they agree on the details. */
 

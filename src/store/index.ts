@@ -6,7 +6,7 @@ import type { GraphStore } from "./store.js";
 export type { GraphStore } from "./store.js";
 export { createMemoryStore } from "./memory/memory-store.js";
 export { createRedisStore, type RedisStoreOptions } from "./redis/redis-store.js";
-export { UnknownRelationIdError } from "./memory/batch.js";
+export { UnknownRelationIdError } from "./batch.js";
 
 /** The configuration a store engine is chosen and opened from. */
 export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes">;
