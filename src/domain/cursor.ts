@@ -29,8 +29,10 @@ export function createCursorCodec(secret: string | Uint8Array): CursorCodec {
       if (cursor.length > MAX_CURSOR_LENGTH) throw invalid();
       const [body, tag, extra] = cursor.split(".");
       if (!body || !tag || extra !== undefined) throw invalid();
-      const expected = mac(scope, body);
-      const given = Buffer.from(tag, "base64url");
+      // Compared as text, not as decoded bytes: base64 decoding ignores the spare bits of the last
+      // character, so several spellings of one tag would otherwise all pass.
+      const expected = Buffer.from(mac(scope, body).toString("base64url"));
+      const given = Buffer.from(tag);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
       try {
         const state: unknown = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));

@@ -7,19 +7,24 @@ import { toJson, type DescMessage, type JsonObject, type JsonValue, type Message
  * so the REST `data` equals the RPC's proto3 JSON apart from defaults.
  */
 export function toContractJson<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): JsonObject {
-  const json = toJson(schema, message, { alwaysEmitImplicit: true }) as JsonObject;
-  fillNulls(schema, json);
-  return json;
+  return withNulls(schema, toJson(schema, message, { alwaysEmitImplicit: true }) as JsonObject);
 }
 
-function fillNulls(schema: DescMessage, json: JsonObject): void {
+/**
+ * Rebuilds the object in declaration order with unset message fields as null. Rebuilding, rather
+ * than adding the nulls afterwards, keeps every object's keys in one order whichever fields are set.
+ */
+function withNulls(schema: DescMessage, json: JsonObject): JsonObject {
+  const out: JsonObject = {};
   for (const field of schema.fields) {
+    const value = json[field.jsonName];
     if (field.fieldKind === "message") {
-      const value = json[field.jsonName];
-      if (value === undefined) json[field.jsonName] = null;
-      else fillNulls(field.message, value as JsonObject);
+      out[field.jsonName] = value === undefined ? null : withNulls(field.message, value as JsonObject);
     } else if (field.fieldKind === "list" && field.listKind === "message") {
-      for (const item of (json[field.jsonName] ?? []) as JsonValue[]) fillNulls(field.message, item as JsonObject);
+      out[field.jsonName] = ((value ?? []) as JsonValue[]).map((item) => withNulls(field.message, item as JsonObject));
+    } else if (value !== undefined) {
+      out[field.jsonName] = value;
     }
   }
+  return out;
 }

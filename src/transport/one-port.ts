@@ -7,7 +7,7 @@ const H2C_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /** Options of the one-port server. */
 export interface OnePortServerOptions {
-  /** How long open HTTP/2 sessions may finish their streams on close before they are destroyed. */
+  /** How long in-flight HTTP/1.1 requests and HTTP/2 streams may finish on close before their connections are destroyed. */
   closeGraceMs?: number;
 }
 
@@ -59,6 +59,9 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
     for (const session of sessions) session.close();
     const force = setTimeout(() => {
       for (const session of sessions) session.destroy();
+      // Node stops timing out HTTP/1.1 requests once its server closes, so a stalled upload would
+      // otherwise hold close() forever.
+      h1.closeAllConnections();
     }, closeGraceMs);
     force.unref();
     return closeH1((err?: Error) => {
