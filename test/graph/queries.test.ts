@@ -1,0 +1,173 @@
+import { describe, expect, it } from "vitest";
+import { createCursorCodec } from "../../src/domain/cursor.js";
+import { InvalidCursorError, UserNotFoundError } from "../../src/domain/errors.js";
+import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries, type RecommendationLimits } from "../../src/graph/queries.js";
+import type { IngestRecord } from "../../src/ingest/format.js";
+import { ingestRecords } from "../../src/ingest/ingest.js";
+import { createMemoryStore } from "../../src/store/memory/memory-store.js";
+import type { GraphStore } from "../../src/store/store.js";
+
+/** A deterministic address per user name; contracts are named by hex. */
+const addressOf = (name: string) => `0x${Buffer.from(name).toString("hex").padStart(40, "0").slice(-40)}`;
+const contract = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+
+/** Records for users (each with one address) plus relations given in a compact form. */
+function graph(spec: {
+  users: string[];
+  friends?: [string, string][];
+  follows?: [string, string][];
+  interactions?: [string, number][];
+  nfts?: [string, number][];
+}): IngestRecord[] {
+  return [
+    ...spec.users.map((u): IngestRecord => ({ type: "user", relationId: u, name: u, avatar: "", addresses: [addressOf(u)], social: null, game: null })),
+    ...(spec.friends ?? []).map(([a, b]): IngestRecord => ({ type: "friend", a, b, description: "" })),
+    ...(spec.follows ?? []).map(([from, to]): IngestRecord => ({ type: "follow", from, to })),
+    ...(spec.interactions ?? []).map(([u, c]): IngestRecord => ({ type: "interaction", address: addressOf(u), contract: contract(c) })),
+    ...(spec.nfts ?? []).map(([u, c]): IngestRecord => ({ type: "nft", address: addressOf(u), contract: contract(c) })),
+  ];
+}
+
+async function queriesOver(records: IngestRecord[], limits: Partial<RecommendationLimits> = {}, store: GraphStore = createMemoryStore()) {
+  await ingestRecords(store, records);
+  const queries = new GraphQueries(store, createCursorCodec("test-secret"), { ...DEFAULT_RECOMMENDATION_LIMITS, ...limits });
+  const idOf = async (relationId: string) => (await queries.resolveUsers([{ kind: "address", value: addressOf(relationId) }]))[0]!;
+  /** The whole recommendation chain of `user`, as "relationId: description" lines. */
+  const recommend = async (user: string, limit = 100) => {
+    const id = await idOf(user);
+    const lines: string[] = [];
+    let cursor = "";
+    do {
+      const page = await queries.recommendations(id, { limit, cursor });
+      lines.push(...page.items.map((item) => `${item.user.relationId}: ${item.description}`));
+      cursor = page.cursor;
+    } while (cursor !== "");
+    return lines;
+  };
+  return { store, queries, idOf, recommend };
+}
+
+describe("recommendation bounds", () => {
+  // a, b, c, d touch contract 1 (four holders); a and e touch contract 2 (two holders).
+  const assets = (kind: "interactions" | "nfts") =>
+    graph({ users: ["a", "b", "c", "d", "e"], [kind]: [["a", 1], ["b", 1], ["c", 1], ["d", 1], ["a", 2], ["e", 2]] });
+
+  it("a contract held by more than maxAssetHolders users contributes no candidates", async () => {
+    const bounded = await queriesOver(assets("interactions"), { maxAssetHolders: 3 });
+    expect(await bounded.recommend("a")).toEqual(["e: 1 contract both interacted with"]);
+    const atBound = await queriesOver(assets("interactions"), { maxAssetHolders: 4 });
+    expect(await atBound.recommend("a")).toEqual(["b", "c", "d", "e"].map((u) => `${u}: 1 contract both interacted with`));
+  });
+
+  it("an NFT collection held by more than maxAssetHolders users contributes no candidates", async () => {
+    const bounded = await queriesOver(assets("nfts"), { maxAssetHolders: 3 });
+    expect(await bounded.recommend("a")).toEqual(["e: 1 NFT collection both hold"]);
+    const atBound = await queriesOver(assets("nfts"), { maxAssetHolders: 4 });
+    expect(await atBound.recommend("a")).toHaveLength(4);
+  });
+
+  it("expands only the first maxAssets of the user's assets, in address order", async () => {
+    const records = graph({ users: ["a", "x", "y"], interactions: [["a", 5], ["x", 5], ["a", 9], ["y", 9]] });
+    expect(await (await queriesOver(records, { maxAssets: 1 })).recommend("a")).toEqual(["x: 1 contract both interacted with"]);
+    expect(await (await queriesOver(records, { maxAssets: 2 })).recommend("a")).toHaveLength(2);
+  });
+
+  // a's friend h is a hub (friends a, p, q, r); a's friend f has friends a and z.
+  const hub = graph({ users: ["a", "h", "f", "p", "q", "r", "z"], friends: [["a", "h"], ["a", "f"], ["h", "p"], ["h", "q"], ["h", "r"], ["f", "z"]] });
+
+  it("does not expand a friend with more than maxNeighbourSet friends", async () => {
+    const bounded = await queriesOver(hub, { maxNeighbourSet: 3 });
+    expect(await bounded.recommend("a")).toEqual(["z: 1 mutual friend"]);
+    const atBound = await queriesOver(hub, { maxNeighbourSet: 4 });
+    expect(await atBound.recommend("a")).toEqual(["p", "q", "r", "z"].map((u) => `${u}: 1 mutual friend`));
+  });
+
+  it("does not expand a followed celebrity or a follower with more than maxNeighbourSet members", async () => {
+    // a follows k, who is followed by a, s1, s2, s3; w follows a, t1, t2, t3 and is a's follower.
+    const records = graph({
+      users: ["a", "k", "s1", "s2", "s3", "w", "t1", "t2", "t3"],
+      follows: [["a", "k"], ["s1", "k"], ["s2", "k"], ["s3", "k"], ["w", "a"], ["w", "t1"], ["w", "t2"], ["w", "t3"]],
+    });
+    expect(await (await queriesOver(records, { maxNeighbourSet: 3 })).recommend("a")).toEqual([]);
+    const open = await (await queriesOver(records, { maxNeighbourSet: 4 })).recommend("a");
+    expect(open).toEqual([
+      "s1: 1 account both follow",
+      "s2: 1 account both follow",
+      "s3: 1 account both follow",
+      "t1: 1 follower in common",
+      "t2: 1 follower in common",
+      "t3: 1 follower in common",
+    ]);
+  });
+
+  it("ends the chain after maxResults users, the best ones", async () => {
+    const capped = await queriesOver(hub, { maxResults: 2 });
+    expect(await capped.recommend("a", 1)).toEqual(["p: 1 mutual friend", "q: 1 mutual friend"]);
+  });
+});
+
+describe("recommendation snapshots", () => {
+  const base = graph({ users: ["a", "b", "c", "d", "m"], friends: [["a", "m"], ["m", "b"], ["m", "c"], ["m", "d"]] });
+  const newcomer = graph({ users: ["n"], friends: [["a", "n"], ["n", "b"]] });
+
+  it("serves the rest of a chain from its snapshot even when the graph changes meanwhile", async () => {
+    const { queries, idOf, store } = await queriesOver(base);
+    const a = await idOf("a");
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
+    expect(first.items.map((i) => i.user.relationId)).toEqual(["b"]);
+    // n becomes a's friend and b's: b now has 2 mutual friends, and n leaves the candidates.
+    await ingestRecords(store, newcomer);
+    const rest = await queries.recommendations(a, { limit: 10, cursor: first.cursor });
+    expect(rest.items.map((i) => `${i.user.relationId}: ${i.description}`)).toEqual(["c: 1 mutual friend", "d: 1 mutual friend"]);
+    expect(rest.cursor).toBe("");
+    const fresh = await queries.recommendations(a, { limit: 10, cursor: "" });
+    expect(fresh.items.map((i) => `${i.user.relationId}: ${i.description}`)).toEqual(["b: 2 mutual friends", "c: 1 mutual friend", "d: 1 mutual friend"]);
+  });
+
+  it("rebuilds an evicted snapshot while the graph is unchanged, and refuses the cursor once it changed", async () => {
+    const store = createMemoryStore();
+    // A store that forgets paging state, as an eviction or expiry would.
+    const forgetful = new Proxy(store, {
+      get: (target, name, receiver) => (name === "getPagingState" ? async () => null : Reflect.get(target, name, receiver)),
+    });
+    const { queries, idOf } = await queriesOver(base, {}, forgetful);
+    const a = await idOf("a");
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
+    const second = await queries.recommendations(a, { limit: 1, cursor: first.cursor });
+    expect(second.items.map((i) => i.user.relationId)).toEqual(["c"]);
+    await ingestRecords(store, newcomer);
+    await expect(queries.recommendations(a, { limit: 1, cursor: second.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+
+  it("binds a recommendation cursor to its user", async () => {
+    const { queries, idOf } = await queriesOver(base);
+    const first = await queries.recommendations(await idOf("a"), { limit: 1, cursor: "" });
+    await expect(queries.recommendations(await idOf("b"), { limit: 1, cursor: first.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+});
+
+describe("mutual friends and contracts", () => {
+  const records = graph({
+    users: ["a", "b", "u1", "u10", "u2", "u9"],
+    friends: [["a", "u1"], ["a", "u10"], ["a", "u2"], ["a", "u9"], ["b", "u1"], ["b", "u10"], ["b", "u2"], ["b", "u9"]],
+    interactions: [["a", 3], ["b", 3], ["a", 1], ["b", 1], ["a", 2]],
+  });
+
+  it("pages in ascending relationId string order; a cursor fits the same users named in any order", async () => {
+    const { queries, idOf } = await queriesOver(records);
+    const [a, b] = [await idOf("a"), await idOf("b")];
+    const first = await queries.mutualFriends([a, b], { limit: 2, cursor: "" });
+    expect(first.items.map((u) => u.relationId)).toEqual(["u1", "u10"]);
+    const second = await queries.mutualFriends([b, a], { limit: 2, cursor: first.cursor });
+    expect(second.items.map((u) => u.relationId)).toEqual(["u2", "u9"]);
+    expect(second.cursor).toBe("");
+    await expect(queries.mutualFriends([a, await idOf("u1")], { limit: 2, cursor: first.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+
+  it("answers the contracts every address touched, ascending, and names an unknown address", async () => {
+    const { queries } = await queriesOver(records);
+    expect(await queries.mutualContracts([addressOf("a"), addressOf("b")])).toEqual([contract(1), contract(3)]);
+    await expect(queries.mutualContracts([addressOf("a"), addressOf("zz")])).rejects.toThrow(UserNotFoundError);
+    await expect(queries.mutualContracts([addressOf("a"), addressOf("zz")])).rejects.toThrow(addressOf("zz"));
+  });
+});

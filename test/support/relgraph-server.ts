@@ -1,0 +1,51 @@
+import type { AddressInfo } from "node:net";
+import { loadConfig } from "../../src/config/config.js";
+import { ingestRecords } from "../../src/ingest/ingest.js";
+import { createRelgraph, type Relgraph } from "../../src/relgraph.js";
+import { createMemoryStore } from "../../src/store/memory/memory-store.js";
+import type { GraphStore } from "../../src/store/store.js";
+
+/** The ApiKey every test server accepts. */
+export const TEST_API_KEY = "test-key";
+
+/** Options of startRelgraph. */
+export interface StartRelgraphOptions {
+  /** The store to serve; default a fresh memory store. The server owns it: close() closes it. */
+  store?: GraphStore;
+  /** Records (ingestion format) loaded into the store before the server listens. */
+  records?: Iterable<unknown>;
+  /** Environment for loadConfig, on top of API_KEYS=test-key. */
+  env?: Record<string, string>;
+}
+
+/** A relgraph server listening on a free loopback port. */
+export interface RunningRelgraph {
+  /** http://127.0.0.1:PORT, without a trailing slash. */
+  url: string;
+  port: number;
+  store: GraphStore;
+  /** Closes the server, its encryptor and its store. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Composes relgraph exactly as `relgraph serve` does (createRelgraph), with logs off, and listens on
+ * port 0 of 127.0.0.1.
+ */
+export async function startRelgraph(options: StartRelgraphOptions = {}): Promise<RunningRelgraph> {
+  const store = options.store ?? createMemoryStore();
+  let relgraph: Relgraph | undefined;
+  try {
+    if (options.records) await ingestRecords(store, options.records);
+    const config = loadConfig({ API_KEYS: TEST_API_KEY, ...options.env });
+    relgraph = await createRelgraph(config, store, { logLevel: false });
+    await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
+  } catch (err) {
+    await (relgraph ? relgraph.close() : store.close());
+    throw err;
+  }
+  const { port } = relgraph.server.server.address() as AddressInfo;
+  const running = relgraph;
+  let closed: Promise<void> | null = null;
+  return { url: `http://127.0.0.1:${port}`, port, store, close: () => (closed ??= running.close()) };
+}
