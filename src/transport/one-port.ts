@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { Socket } from "node:net";
+import { specGrpcMessage } from "./grpc-message.js";
 
 /** The client connection preface that starts every HTTP/2 prior-knowledge (h2c) connection. */
 const H2C_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -26,7 +27,10 @@ export type OnePortHandler = (req: http.IncomingMessage | http2.Http2ServerReque
 export function createOnePortServer(handler: OnePortHandler, options: OnePortServerOptions = {}): http.Server {
   const closeGraceMs = options.closeGraceMs ?? 2_000;
   const h1 = http.createServer(handler as http.RequestListener);
-  const h2 = http2.createServer({}, handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  const h2 = http2.createServer({}, (req, res) => {
+    specGrpcMessage(req, res);
+    handler(req, res);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);

@@ -1,0 +1,43 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { OutgoingHttpHeaders } from "node:http";
+
+/**
+ * Re-encodes the `grpc-message` header of gRPC responses the way the gRPC spec says: only `%` and
+ * bytes outside printable ASCII are percent-encoded. connect-es encodes it with encodeURIComponent,
+ * and @grpc/grpc-js decodes it with decodeURI, which leaves `%2C`, `%3B`, `%3A`… in place, so grpc-js
+ * clients would read "limit%2C cursor" instead of the error's desc. Both encodings decode the same
+ * under a full percent-decoder, so every other client is unaffected.
+ */
+export function specGrpcMessage(req: Http2ServerRequest, res: Http2ServerResponse): void {
+  const contentType = req.headers["content-type"] ?? "";
+  if (!contentType.startsWith("application/grpc") || contentType.startsWith("application/grpc-web")) return;
+  const writeHead = res.writeHead;
+  // Trailers-only responses (an error before any message) carry grpc-message in the headers.
+  res.writeHead = function (this: Http2ServerResponse, status: number, ...rest: unknown[]) {
+    for (const arg of rest) if (typeof arg === "object" && arg !== null) reencode(arg as OutgoingHttpHeaders);
+    return (writeHead as (...args: unknown[]) => Http2ServerResponse).call(this, status, ...rest);
+  } as typeof res.writeHead;
+  const addTrailers = res.addTrailers;
+  res.addTrailers = function (this: Http2ServerResponse, trailers: OutgoingHttpHeaders) {
+    reencode(trailers);
+    addTrailers.call(this, trailers);
+  };
+}
+
+function reencode(headers: OutgoingHttpHeaders): void {
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (name.toLowerCase() !== "grpc-message" || typeof value !== "string") continue;
+    let text: string;
+    try {
+      text = decodeURIComponent(value);
+    } catch {
+      continue;
+    }
+    let encoded = "";
+    for (const byte of Buffer.from(text, "utf8")) {
+      encoded += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    }
+    headers[name] = encoded;
+  }
+}
