@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
-import type { Identity, UserId, UserRecord } from "../domain/model.js";
+import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
 import { CandidateTally, describeCandidate, rankCandidates, SIGNALS, type Candidate } from "../domain/recommend.js";
 import type { GraphStore } from "../store/store.js";
 
@@ -31,13 +31,15 @@ export interface DescribedUser {
 export interface RecommendationLimits {
   /** Longest recommendation chain served across all pages. */
   maxResults: number;
-  /** How many of the user's own friends/followings/followers are expanded (lowest ids first, for determinism). */
-  maxExpanded: number;
-  /** Neighbour sets larger than this (hubs) are not expanded. */
+  /**
+   * Members read per signal at most. Sets are expanded smallest first, since a small shared set (a
+   * niche NFT collection, a friend with few friends) says more than a big one, until the next set
+   * would overrun the budget: this bounds the work of every call whatever the user's neighbourhood.
+   */
+  memberBudget: number;
+  /** Neighbour sets larger than this (hubs) are never expanded. */
   maxNeighbourSet: number;
-  /** How many of the user's contracts and NFT collections are expanded. */
-  maxAssets: number;
-  /** Assets held by more users than this are not expanded. */
+  /** Assets held by more users than this (a DEX router) are never expanded. */
   maxAssetHolders: number;
   /** How long a recommendation snapshot (and so its cursor chain) lives, in seconds. */
   snapshotTtlSeconds: number;
@@ -46,9 +48,8 @@ export interface RecommendationLimits {
 /** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
 export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   maxResults: 500,
-  maxExpanded: 500,
+  memberBudget: 3000,
   maxNeighbourSet: 1000,
-  maxAssets: 200,
   maxAssetHolders: 1000,
   snapshotTtlSeconds: 15 * 60,
 };
@@ -180,15 +181,12 @@ export class GraphQueries {
       store.userAssets("nfts", id),
     ]);
     const tally = new CandidateTally(new Set([id, ...friends]));
-    const expand = (ids: UserId[]) => [...ids].sort((a, b) => a - b).slice(0, limits.maxExpanded);
-    const firstAssets = (assets: string[]) => [...assets].sort().slice(0, limits.maxAssets);
-
     const [friendsOfFriends, followersOfFollowed, followedByFollowers, contractHolders, nftHolders] = await Promise.all([
-      store.userSetsBounded("friends", expand(friends), limits.maxNeighbourSet),
-      store.userSetsBounded("followers", expand(following), limits.maxNeighbourSet),
-      store.userSetsBounded("following", expand(followers), limits.maxNeighbourSet),
-      store.assetHoldersBounded("contracts", firstAssets(contracts), limits.maxAssetHolders),
-      store.assetHoldersBounded("nfts", firstAssets(nfts), limits.maxAssetHolders),
+      this.expandUsers("friends", friends),
+      this.expandUsers("followers", following),
+      this.expandUsers("following", followers),
+      this.expandAssets("contracts", contracts),
+      this.expandAssets("nfts", nfts),
     ]);
     for (const set of friendsOfFriends) if (set) tally.add("mutualFriends", set);
     for (const set of followersOfFollowed) if (set) tally.add("sharedFollowings", set);
@@ -199,6 +197,20 @@ export class GraphQueries {
     const contenders = tally.contenders(limits.maxResults);
     const relationIds = await store.relationIds(contenders.map((c) => c.id));
     return rankCandidates(contenders, relationIds, limits.maxResults);
+  }
+
+  /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
+  private async expandUsers(kind: UserSetKind, ids: readonly UserId[]) {
+    const sizes = await this.store.userSetSizes(kind, ids);
+    const chosen = withinBudget(ids, sizes, this.limits);
+    return this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet);
+  }
+
+  /** The holders of (some of) `assets`, chosen within the signal's member budget. */
+  private async expandAssets(kind: AssetKind, assets: readonly string[]) {
+    const sizes = await this.store.assetHolderCounts(kind, assets);
+    const chosen = withinBudget(assets, sizes, this.limits);
+    return this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders);
   }
 
   /**
@@ -235,6 +247,27 @@ export class GraphQueries {
 
 /** The query parameter that names each identity kind, for error messages. */
 export const IDENTITY_PARAM = { address: "address", social: "socialUsername", game: "gameId" } as const;
+
+/**
+ * The items whose sets to expand: smallest first, ties by the item itself (so that the choice does
+ * not depend on the order a store lists a set in), for as long as the running total stays within
+ * the member budget.
+ */
+function withinBudget<T extends string | number>(items: readonly T[], sizes: readonly number[], limits: RecommendationLimits): T[] {
+  const order = items
+    .map((_, i) => i)
+    .sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
+  const chosen: T[] = [];
+  let total = 0;
+  for (const i of order) {
+    const size = sizes[i]!;
+    if (size === 0) continue;
+    if (total + size > limits.memberBudget) break;
+    total += size;
+    chosen.push(items[i]!);
+  }
+  return chosen;
+}
 
 function snapshotKey(id: UserId, fingerprint: string): string {
   return `rec:${id}:${fingerprint}`;

@@ -42,6 +42,8 @@ export interface GraphReader {
 
   /** Asset contracts (lowercase addresses) of one user, over all of the user's addresses. */
   userAssets(kind: AssetKind, id: UserId): Promise<string[]>;
+  /** How many users hold each asset (0 for unknown assets). */
+  assetHolderCounts(kind: AssetKind, assets: readonly string[]): Promise<number[]>;
   /** Holders (user ids) of each asset, except assets held by more than maxSize users: null. */
   assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number): Promise<(UserId[] | null)[]>;
 

@@ -66,10 +66,13 @@ describe("recommendation bounds", () => {
     expect(await atBound.recommend("a")).toHaveLength(4);
   });
 
-  it("expands only the first maxAssets of the user's assets, in address order", async () => {
-    const records = graph({ users: ["a", "x", "y"], interactions: [["a", 5], ["x", 5], ["a", 9], ["y", 9]] });
-    expect(await (await queriesOver(records, { maxAssets: 1 })).recommend("a")).toEqual(["x: 1 contract both interacted with"]);
-    expect(await (await queriesOver(records, { maxAssets: 2 })).recommend("a")).toHaveLength(2);
+  it("expands the smallest sets first, as far as the member budget goes", async () => {
+    // Contract 5 has three holders (a, x, w), contract 9 two (a, y): with room for two members only
+    // contract 9 is read; with room for five both are.
+    const records = graph({ users: ["a", "w", "x", "y"], interactions: [["a", 5], ["x", 5], ["w", 5], ["a", 9], ["y", 9]] });
+    expect(await (await queriesOver(records, { memberBudget: 2 })).recommend("a")).toEqual(["y: 1 contract both interacted with"]);
+    expect(await (await queriesOver(records, { memberBudget: 4 })).recommend("a")).toEqual(["y: 1 contract both interacted with"]);
+    expect(await (await queriesOver(records, { memberBudget: 5 })).recommend("a")).toHaveLength(3);
   });
 
   // a's friend h is a hub (friends a, p, q, r); a's friend f has friends a and z.

@@ -88,20 +88,28 @@ export function referenceMutualFriends(graph: ReferenceGraph, users: readonly st
 
 /**
  * The ranking the contract describes, with relgraph's documented bounds: neighbour sets and assets
- * larger than the limits contribute nothing. It refuses users whose own sets exceed maxExpanded or
- * maxAssets, where which members get expanded depends on internal ids the model does not know.
+ * larger than the limits contribute nothing. It refuses users for whom a signal's sets add up to more
+ * than memberBudget, where which sets get expanded depends on internal ids the model does not know.
  */
 export function referenceRecommendations(
   graph: ReferenceGraph,
   user: string,
   limits: RecommendationLimits = DEFAULT_RECOMMENDATION_LIMITS,
 ): ReferenceRecommendation[] {
-  const own = (map: Map<string, Set<string>>, cap: number, what: string) => {
+  /** The user's own set of one kind, checked to expand entirely within the member budget. */
+  const own = (map: Map<string, Set<string>>, reach: Map<string, Set<string>>, cap: number, what: string) => {
     const set = map.get(user) ?? EMPTY;
-    if (set.size > cap) throw new Error(`reference model: ${user} has ${set.size} ${what}, over the expansion cap ${cap}`);
+    let total = 0;
+    for (const item of set) {
+      const size = reach.get(item)?.size ?? 0;
+      if (size <= cap) total += size;
+    }
+    if (total > limits.memberBudget) {
+      throw new Error(`reference model: ${user}'s ${what} reach ${total} members, over the budget ${limits.memberBudget}`);
+    }
     return set;
   };
-  const friends = own(graph.friends, limits.maxExpanded, "friends");
+  const friends = own(graph.friends, graph.friends, limits.maxNeighbourSet, "friends");
   const excluded = new Set([user, ...friends]);
   const counts = new Map<string, number[]>();
   const tally = (slot: number, members: ReadonlySet<string>, cap: number) => {
@@ -114,19 +122,29 @@ export function referenceRecommendations(
     }
   };
   for (const friend of friends) tally(0, graph.friends.get(friend) ?? EMPTY, limits.maxNeighbourSet);
-  for (const contract of own(graph.contracts, limits.maxAssets, "contracts")) {
+  for (const contract of own(graph.contracts, graph.contractHolders, limits.maxAssetHolders, "contracts")) {
     tally(1, graph.contractHolders.get(contract) ?? EMPTY, limits.maxAssetHolders);
   }
-  for (const nft of own(graph.nfts, limits.maxAssets, "NFTs")) tally(2, graph.nftHolders.get(nft) ?? EMPTY, limits.maxAssetHolders);
-  for (const followed of own(graph.following, limits.maxExpanded, "followings")) {
+  for (const nft of own(graph.nfts, graph.nftHolders, limits.maxAssetHolders, "NFTs")) tally(2, graph.nftHolders.get(nft) ?? EMPTY, limits.maxAssetHolders);
+  for (const followed of own(graph.following, graph.followers, limits.maxNeighbourSet, "followings")) {
     tally(3, graph.followers.get(followed) ?? EMPTY, limits.maxNeighbourSet);
   }
-  for (const follower of own(graph.followers, limits.maxExpanded, "followers")) {
+  for (const follower of own(graph.followers, graph.following, limits.maxNeighbourSet, "followers")) {
     tally(4, graph.following.get(follower) ?? EMPTY, limits.maxNeighbourSet);
   }
   const ranked = [...counts].map(([relationId, row]) => ({ relationId, counts: row, score: scoreOf(row) }));
   ranked.sort((a, b) => b.score - a.score || (a.relationId < b.relationId ? -1 : 1));
   return ranked.slice(0, limits.maxResults);
+}
+
+/** Whether referenceRecommendations can model the user: every signal fits the member budget. */
+export function isModelable(graph: ReferenceGraph, user: string, limits: RecommendationLimits = DEFAULT_RECOMMENDATION_LIMITS): boolean {
+  try {
+    referenceRecommendations(graph, user, limits);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The score of signal counts in SIGNALS order. */

@@ -322,6 +322,14 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         expect(await store.assetHoldersBounded("nfts", [], 3)).toEqual([]);
       });
 
+      it("counts asset holders without reading them", async () => {
+        await loadFixture();
+        const unknown = addr("c9999");
+        expect(await store.assetHolderCounts("contracts", [K1, K2, K3, unknown])).toEqual([3, 1, 1, 0]);
+        expect(await store.assetHolderCounts("nfts", [N1])).toEqual([2]);
+        expect(await store.assetHolderCounts("nfts", [])).toEqual([]);
+      });
+
       it("intersects the contracts of addresses", async () => {
         await loadFixture();
         expect(await store.contractIntersection([A1, B1])).toEqual([K1]);

@@ -169,6 +169,9 @@ export function createMemoryStore(): GraphStore {
     async userAssets(kind: AssetKind, id: UserId) {
       return [...(userAssetSets[kind].get(id) ?? [])];
     },
+    async assetHolderCounts(kind: AssetKind, assets: readonly string[]) {
+      return assets.map((asset) => assetHolders[kind].get(asset)?.size ?? 0);
+    },
     async assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number) {
       return assets.map((asset) => {
         const holders = assetHolders[kind].get(asset);

@@ -98,6 +98,12 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
     userAssets(kind: AssetKind, id: UserId) {
       return scanSet(redis, userAssetsKey(kind, id));
     },
+    assetHolderCounts(kind: AssetKind, assets: readonly string[]) {
+      return cardinalities(
+        redis,
+        assets.map((asset) => assetHoldersKey(kind, asset)),
+      );
+    },
     async assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number) {
       const sets = await boundedSets(
         redis,
