@@ -96,8 +96,7 @@ export class GraphQueries {
   async mutualFriends(ids: readonly UserId[], page: PageRequest): Promise<Page<UserRecord>> {
     const scope = `mf:${[...ids].sort((a, b) => a - b).join(",")}`;
     const members = await this.store.userSetIntersection("friends", ids);
-    const { pageIds, cursor } = await this.keysetPage(scope, members, page);
-    return { items: await this.hydrate(pageIds), cursor };
+    return this.keysetPage(scope, members, page);
   }
 
   /** Contracts every address interacted with, lowercase and ascending. */
@@ -117,11 +116,11 @@ export class GraphQueries {
       const allowed = new Set(release);
       released = friends.filter((friend) => allowed.has(friend));
     }
-    const { pageIds, cursor } = await this.keysetPage(`rg:${id}`, released, page);
-    const [users, descriptions] = await Promise.all([
-      this.hydrate(pageIds),
-      this.store.friendDescriptions(id, pageIds),
-    ]);
+    const { items: users, cursor } = await this.keysetPage(`rg:${id}`, released, page);
+    const descriptions = await this.store.friendDescriptions(
+      id,
+      users.map((user) => user.id),
+    );
     return { items: users.map((user, i) => ({ user, description: descriptions[i] ?? "" })), cursor };
   }
 
@@ -217,7 +216,7 @@ export class GraphQueries {
    * Keyset paging in ascending relationId order: the cursor holds the last relationId served, so
    * pages stay consistent without server state and every member is served exactly once.
    */
-  private async keysetPage(scope: string, members: readonly UserId[], page: PageRequest) {
+  private async keysetPage(scope: string, members: readonly UserId[], page: PageRequest): Promise<Page<UserRecord>> {
     let after = "";
     if (page.cursor !== "") {
       const state = this.cursors.decode(scope, page.cursor);
@@ -225,6 +224,11 @@ export class GraphQueries {
         throw new InvalidCursorError("cursor is invalid: pass back the cursor of the previous page verbatim");
       }
       after = state.a;
+    }
+    if (members.length <= page.limit) {
+      // Everything left fits one page: one read gives both the order and the page.
+      const users = (await this.hydrate(members)).filter((user) => user.relationId > after);
+      return { items: users.sort((a, b) => (a.relationId < b.relationId ? -1 : 1)), cursor: "" };
     }
     const relationIds = await this.store.relationIds(members);
     const ordered = members
@@ -234,7 +238,7 @@ export class GraphQueries {
     const served = ordered.slice(0, page.limit);
     const last = served[served.length - 1];
     const cursor = ordered.length > page.limit && last ? this.cursors.encode(scope, { a: last.relationId }) : "";
-    return { pageIds: served.map((m) => m.id), cursor };
+    return { items: await this.hydrate(served.map((m) => m.id)), cursor };
   }
 
   private async hydrate(ids: readonly UserId[]): Promise<UserRecord[]> {
