@@ -17,7 +17,8 @@ import { NETWORK_FILE, shareFileName } from "../../src/crypto/keygen.js";
  */
 
 /** The built CLI the processes run. */
-export const RELGRAPH_CLI = process.env.RELGRAPH_CLI ?? resolve(import.meta.dirname, "../../dist/src/cli/main.js");
+// Resolved from the repository root, where tests and `npm run bench` run, so it holds compiled too.
+export const RELGRAPH_CLI = process.env.RELGRAPH_CLI ?? resolve("dist/src/cli/main.js");
 
 /** A running network of key-node processes. */
 export interface KeyNodeProcesses {
