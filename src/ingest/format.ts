@@ -1,4 +1,4 @@
-import type { Game, Social } from "../domain/model.js";
+import type { UserRecord } from "../domain/model.js";
 
 /**
  * The ingestion format (contract.md, "Ingestion format"): JSON Lines, one record per line. These
@@ -7,16 +7,8 @@ import type { Game, Social } from "../domain/model.js";
  */
 export type IngestRecord = UserLine | FriendLine | FollowLine | InteractionLine | NftLine | ReleaseLine;
 
-/** A user, its addresses and its optional social and game accounts. */
-export interface UserLine {
-  type: "user";
-  relationId: string;
-  name: string;
-  avatar: string;
-  addresses: string[];
-  social: Social | null;
-  game: Game | null;
-}
+/** A user, its addresses and its optional social and game accounts: a UserRecord without its id. */
+export type UserLine = { type: "user" } & Omit<UserRecord, "id">;
 
 /** An undirected friend relation; its description is the relationship's description. */
 export interface FriendLine {
