@@ -1,0 +1,33 @@
+/** The part of autocannon's API the bench uses (the package ships no types). */
+declare module "autocannon" {
+  interface Request {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+  }
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    requests?: Request[];
+    headers?: Record<string, string>;
+    timeout?: number;
+  }
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+    max: number;
+  }
+  interface Result {
+    duration: number;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    "2xx": number;
+    latency: Histogram;
+    requests: Histogram & { total: number; sent: number };
+  }
+  function autocannon(options: Options): Promise<Result>;
+  export default autocannon;
+}

@@ -1,0 +1,280 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient } from "redis";
+import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
+import { effectiveCores } from "./calibrate.js";
+import { createDataset, type Dataset } from "./dataset.js";
+import { measureOp, type BenchTargets, type OpResult } from "./measure.js";
+import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js";
+import { planOp } from "./ops.js";
+import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes.js";
+import { measureRedisMemory, type RedisMemory } from "./redis-memory.js";
+import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
+import { createConnectClient, createGrpcClient } from "./rpc-clients.js";
+import { signAuthorizations } from "./siwe-auth.js";
+
+/*
+ * `npm run bench`: the end-to-end benchmark of relgraph over a private Redis (see HELP in
+ * options.ts). Progress goes to stderr, the report to stdout, the figures to a JSON file.
+ */
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const PEER = fileURLToPath(new URL("./peer-server.js", import.meta.url));
+const WALLET_USERS = 20;
+const PAIRS_PER_BAND = 50;
+const HUB_DEGREE = 5_000;
+const FALLBACK_HUBS = 5;
+/** Above this many users, `relgraph ingest` gets a larger heap: its validator holds the whole load. */
+const LARGE_LOAD_USERS = 50_000;
+const LARGE_LOAD_HEAP_MB = 16_384;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function main(argv: string[]): Promise<number> {
+  let options;
+  try {
+    options = parseOptions(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n\n${HELP}`);
+    return 2;
+  }
+  if (options === "help") {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const work = await mkdtemp(path.join(os.tmpdir(), "relgraph-bench-"));
+  installCleanup(() => rmSync(work, { recursive: true, force: true }));
+  try {
+    return await runBench(options, work);
+  } finally {
+    await stopAll();
+  }
+}
+
+/** Runs the whole bench; 1 when relgraph died during it (the report says how), else 0. */
+async function runBench(options: BenchOptions, work: string): Promise<number> {
+  const startedAt = new Date();
+  const cores = await effectiveCores();
+  log(`bench: ${cores.reported} cores reported, ${cores.effective.toFixed(2)} cores of CPU time delivered to ${cores.reported} busy threads`);
+  log(`bench: generating ${options.users.toLocaleString("en-US")} users (seed "${options.seed}") …`);
+  const dataset = await createDataset({
+    users: options.users,
+    seed: options.seed,
+    file: path.join(work, "dataset.jsonl"),
+    wallets: WALLET_USERS,
+    pairsPerBand: PAIRS_PER_BAND,
+    hubDegree: HUB_DEGREE,
+    fallbackHubs: FALLBACK_HUBS,
+  });
+  log(`bench: ${dataset.records.toLocaleString("en-US")} records (${(dataset.bytes / 2 ** 20).toFixed(0)} MiB) in ${dataset.generateSeconds.toFixed(1)} s`);
+
+  const redisPort = await freePort();
+  const redisServer = await start(
+    "redis-server",
+    ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work],
+    { ready: /Ready to accept connections/ },
+  );
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+
+  const heapFlags = options.users > LARGE_LOAD_USERS ? [`--max-old-space-size=${LARGE_LOAD_HEAP_MB}`] : [];
+  log(`bench: relgraph ingest into redis-server on port ${redisPort} …`);
+  const ingestRun = await run(process.execPath, [...heapFlags, MAIN, "ingest", dataset.file], { REDIS_URL: redisUrl }, "  ingest: ");
+  if (ingestRun.code !== 0) {
+    throw new Error(`relgraph ingest failed (exit ${ingestRun.code}); the store cannot be benchmarked:\n${ingestRun.stderr.slice(-2_000)}`);
+  }
+  const reported = /([\d,]+) records\/s/.exec(ingestRun.stdout);
+  const ingestion: Ingestion = {
+    records: dataset.records,
+    seconds: ingestRun.seconds,
+    recordsPerSecond: dataset.records / ingestRun.seconds,
+    reportedRecordsPerSecond: reported ? Number(reported[1]!.replaceAll(",", "")) : null,
+  };
+
+  const redis = createClient({ url: redisUrl });
+  await redis.connect();
+  const userIds = await lookUpUserIds(redis, dataset);
+  log("bench: measuring Redis memory of friend sets …");
+  const memory = await measureRedisMemory(redis);
+  const redisVersion = /redis_version:(\S+)/.exec(await redis.sendCommand<string>(["INFO", "server"]))?.[1] ?? "?";
+  await redis.close();
+
+  const apiKey = `bench-${randomBytes(12).toString("hex")}`;
+  const relgraphPort = await freePort();
+  const profileFlags = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [];
+  if (options.cpuProfDir) await mkdir(options.cpuProfDir, { recursive: true });
+  const relgraph = await start(process.execPath, [...profileFlags, MAIN, "serve"], {
+    env: { REDIS_URL: redisUrl, API_KEYS: apiKey, PORT: String(relgraphPort), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+    ready: /relgraph listening on/,
+  });
+  let peer: Managed | null = null;
+  let peerPort = 0;
+  if (options.via.includes("peer")) {
+    peerPort = await freePort();
+    peer = await start(process.execPath, [PEER], { env: { PORT: String(peerPort), REDIS_URL: redisUrl }, ready: /peer listening/ });
+  }
+
+  const wallets = dataset.wallets.map((w) => w.wallet);
+  const authorizations = {
+    profile: await signAuthorizations(wallets, "profile"),
+    relationshipGraph: await signAuthorizations(wallets, "relationshipGraph"),
+  };
+  const targets: BenchTargets = {
+    durationSeconds: options.durationSeconds,
+    warmupSeconds: options.warmupSeconds,
+    connections: options.connections,
+    redis: { port: redisPort, pid: redisServer.pid },
+    relgraph: {
+      port: relgraphPort,
+      pid: relgraph.pid,
+      apiKey,
+      diagnose: () => {
+        const exit = relgraph.exited();
+        return exit === null ? "" : `; relgraph has exited (${exit}), its last output:\n${relgraph.output().slice(-1_500)}`;
+      },
+    },
+    peer: peer ? { port: peerPort, pid: peer.pid } : null,
+    grpc: createGrpcClient(relgraphPort, apiKey),
+    connect: createConnectClient(relgraphPort, apiKey),
+  };
+
+  const header = headerLines(options, dataset, redisVersion, heapFlags, cores);
+  for (const line of header) log(line);
+  const ops: OpResult[] = [];
+  for (const id of options.only) {
+    const plan = planOp(id, { dataset, userIds, authorizations });
+    log(`bench: ${plan.title} — ${plan.sample}`);
+    ops.push(await measureOp(plan, options.via, targets, log));
+  }
+  targets.grpc.close();
+  targets.connect.close();
+  const relgraphExit = relgraph.exited();
+  // A clean stop is what makes node --cpu-prof write its profile.
+  await relgraph.stop();
+  await peer?.stop();
+  await redisServer.stop();
+
+  const checks = evaluateTargets(ops, ingestion, memory);
+  process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, targets: checks })}\n`);
+  if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/cpuprofile-summary.js FILE)\n`);
+  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, checks, redisVersion, heapFlags, cores });
+  process.stdout.write(`Results: ${file}\n`);
+  if (relgraphExit === null) return 0;
+  process.stderr.write(`bench: relgraph exited during the run (${relgraphExit}); see the problems listed in the report\n`);
+  return 1;
+}
+
+/** The commit the bench measures, and how far the working tree is from it (read-only git commands). */
+function sourceState(): { commit: string; uncommittedFiles: number } {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+    const status = execFileSync("git", ["status", "--porcelain"], { stdio: ["ignore", "pipe", "ignore"] }).toString();
+    return { commit, uncommittedFiles: status.split("\n").filter(Boolean).length };
+  } catch {
+    return { commit: "unknown", uncommittedFiles: 0 };
+  }
+}
+
+/** relationId → UserId for every user the bench queries, read once from relgraph's index. */
+async function lookUpUserIds(redis: ReturnType<typeof createClient>, dataset: Dataset): Promise<Map<string, number>> {
+  const relationIds = [
+    ...new Set(Object.values(dataset.pairs).flatMap((pairs) => pairs.flatMap((p) => [p.a.relationId, p.b.relationId]))),
+  ];
+  const ids = relationIds.length === 0 ? [] : await redis.hmGet(RELATION_ID_INDEX, relationIds);
+  const map = new Map<string, number>();
+  relationIds.forEach((relationId, i) => {
+    const id = ids[i];
+    if (id != null) map.set(relationId, Number(id));
+  });
+  return map;
+}
+
+function headerLines(
+  options: BenchOptions,
+  dataset: Dataset,
+  redisVersion: string,
+  heapFlags: string[],
+  cores: { reported: number; effective: number },
+): string[] {
+  const cpus = os.cpus();
+  const d = dataset.degrees;
+  const source = sourceState();
+  const b = dataset.bands;
+  return [
+    `relgraph bench, size ${options.size}: ${options.users.toLocaleString("en-US")} generated users + ${dataset.wallets.length} wallet users, seed "${options.seed}", ` +
+      `${options.durationSeconds} s per measurement after ${options.warmupSeconds} s warm-up, ${options.connections} connections/calls in flight`,
+    `Machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? "?"}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Redis ${redisVersion}; relgraph, Redis, the peer and the load generator are separate processes on these cores.`,
+    `relgraph: commit ${source.commit}${source.uncommittedFiles > 0 ? ` with ${source.uncommittedFiles} uncommitted file(s)` : ""}, built into dist/ by npm run bench.`,
+    `Calibration: ${cores.reported} threads spinning together got ${cores.effective.toFixed(2)} cores of CPU time${cores.effective < cores.reported * 0.8 ? " — this machine delivers less than its core count" : ""}.`,
+    sharedCoresNote(cores.reported),
+    `Dataset: ${dataset.records.toLocaleString("en-US")} records, ${dataset.friendEdges.toLocaleString("en-US")} friend edges; degree mean ${d.mean.toFixed(1)}, median ${d.median}, p99 ${d.p99}, max ${d.max}; ${d.atLeastHubDegree} users ≥ ${HUB_DEGREE} friends.`,
+    `Bands: median ${b.median.minDegree}–${b.median.maxDegree} (${b.median.users} users), p99 ${b.p99.minDegree}–${b.p99.maxDegree} (${b.p99.users}), hubs ${b.hub.minDegree}–${b.hub.maxDegree} (${b.hub.users}${d.atLeastHubDegree < 2 ? `: fewer than 2 users reach ${HUB_DEGREE}, so the ${FALLBACK_HUBS} best connected` : ""}).`,
+    ...(heapFlags.length > 0 ? [`relgraph ingest ran with ${heapFlags.join(" ")}: its validator holds the whole load in memory.`] : []),
+  ];
+}
+
+async function writeResults(
+  options: BenchOptions,
+  startedAt: Date,
+  parts: {
+    dataset: Dataset;
+    ingestion: Ingestion;
+    memory: RedisMemory;
+    ops: OpResult[];
+    checks: ReturnType<typeof evaluateTargets>;
+    redisVersion: string;
+    heapFlags: string[];
+    cores: { reported: number; effective: number };
+  },
+): Promise<string> {
+  await mkdir(options.resultsDir, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+  const file = path.join(options.resultsDir, `${options.size}-${stamp}.json`);
+  const { dataset } = parts;
+  const json = {
+    startedAt: startedAt.toISOString(),
+    options,
+    machine: {
+      cores: parts.cores.reported,
+      effectiveCores: parts.cores.effective,
+      cpu: os.cpus()[0]?.model.trim(),
+      memoryBytes: os.totalmem(),
+      node: process.version,
+      redis: parts.redisVersion,
+    },
+    note: sharedCoresNote(parts.cores.reported),
+    source: sourceState(),
+    dataset: {
+      records: dataset.records,
+      bytes: dataset.bytes,
+      users: dataset.users,
+      friendEdges: dataset.friendEdges,
+      degrees: dataset.degrees,
+      bands: dataset.bands,
+      pairs: Object.fromEntries(
+        Object.entries(dataset.pairs).map(([band, pairs]) => [band, pairs.map((p) => ({ a: p.a.relationId, b: p.b.relationId, degrees: [p.a.degree, p.b.degree], mutual: p.mutual }))]),
+      ),
+      wallets: dataset.wallets.map((w) => ({ relationId: w.relationId, address: w.address, degree: w.degree })),
+    },
+    ingestion: { ...parts.ingestion, nodeFlags: parts.heapFlags },
+    redisMemory: parts.memory,
+    operations: parts.ops.map((op) => ({ ...op, ratios: ratiosOf(op) })),
+    targets: parts.checks,
+  };
+  await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);
+  return file;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    // main's finally has already stopped every process it started.
+    process.exit(1);
+  },
+);

@@ -1,0 +1,49 @@
+import autocannon from "autocannon";
+import { createHttpPacerClient } from "./http-pacer.js";
+import { openLoop, type LoadResult } from "./load.js";
+
+/** What an HTTP measurement sends: GET paths, cycled, with the same headers. */
+export interface HttpTarget {
+  baseUrl: string;
+  paths: readonly string[];
+  headers: Record<string, string>;
+}
+
+/** Saturation with autocannon: `connections` keep-alive connections, each sending as soon as it has its answer. */
+export async function httpSaturate(target: HttpTarget, connections: number, seconds: number): Promise<LoadResult> {
+  const result = await autocannon({
+    url: target.baseUrl,
+    headers: target.headers,
+    requests: target.paths.map((path) => ({ method: "GET", path })),
+    timeout: 30,
+    connections,
+    duration: seconds,
+  });
+  const ok = result["2xx"];
+  const errors = result.errors + result.timeouts + result.non2xx;
+  return {
+    requests: ok,
+    errors,
+    seconds: result.duration,
+    rps: ok / result.duration,
+    // autocannon's histogram records whole milliseconds.
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    firstError: errors > 0 ? `${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts` : undefined,
+  };
+}
+
+/**
+ * Part load at a fixed offered rate, with the same paced open loop as the RPC paths, over at most
+ * `connections` keep-alive connections (http-pacer.ts). Not autocannon's overallRate: autocannon
+ * lets each connection send its whole per-second quota back to back when each second starts, then
+ * idle (lib/httpClient.js), so its "half load" is saturation for part of every second.
+ */
+export async function httpAtRate(target: HttpTarget, connections: number, seconds: number, rate: number): Promise<LoadResult> {
+  const client = createHttpPacerClient(target.baseUrl, target.headers, connections);
+  try {
+    return await openLoop((i) => client.get(target.paths[i % target.paths.length]!), rate, seconds);
+  } finally {
+    client.close();
+  }
+}

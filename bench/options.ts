@@ -1,0 +1,119 @@
+import { parseArgs } from "node:util";
+
+/** The measured operations: mutual friend by degree band, then one each of the others. */
+export const OPS = ["mf-mm", "mf-pp", "mf-mh", "mf-hh", "mci", "rec", "profile", "rgraph"] as const;
+/** One measured operation. */
+export type OpId = (typeof OPS)[number];
+
+/** How an operation is reached: the physical limit, the simplest peer, then relgraph's three protocols. */
+export const VIAS = ["redis", "peer", "rest", "grpc", "connect"] as const;
+/** One way of reaching an operation. */
+export type Via = (typeof VIAS)[number];
+
+/** Dataset sizes: small for CI, large for the issue's figures. */
+export const SIZES = {
+  small: { users: 10_000, durationSeconds: 2 },
+  large: { users: 200_000, durationSeconds: 5 },
+} as const;
+
+/** The bench's options, from argv. */
+export interface BenchOptions {
+  size: keyof typeof SIZES;
+  users: number;
+  seed: string;
+  /** Seconds of each measurement (saturation, then part load). */
+  durationSeconds: number;
+  /** Unmeasured load before each saturation run, so JIT and connections are warm. */
+  warmupSeconds: number;
+  only: readonly OpId[];
+  via: readonly Via[];
+  /** HTTP connections and RPC calls in flight at saturation. */
+  connections: number;
+  /** Run relgraph under `node --cpu-prof` and write its profiles here. */
+  cpuProfDir: string | null;
+  resultsDir: string;
+}
+
+/** Thrown for unusable arguments; the message says which. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export const HELP = `Usage: npm run bench -- [options]
+
+Generates a seeded graph, loads it with \`relgraph ingest\` into a private redis-server, starts
+relgraph (\`relgraph serve\`) and a minimal Fastify + node-redis peer as separate processes, and
+measures every operation over redis-benchmark, the peer, REST, gRPC and Connect. Prints a table
+and writes JSON to bench/results/<size>-<timestamp>.json. Stops every process it started.
+
+Options:
+  --size small|large   small: ${SIZES.small.users} users, ${SIZES.small.durationSeconds} s per measurement (CI);
+                       large: ${SIZES.large.users} users, ${SIZES.large.durationSeconds} s (default small)
+  --users N            override the number of generated users
+  --seed S             dataset seed (default "bench")
+  --duration S         seconds per measurement (saturation and part load each)
+  --only a,b           operations: ${OPS.join(", ")} (default all)
+  --via a,b            paths: ${VIAS.join(", ")} (default all)
+  --connections N      HTTP connections / RPC calls in flight at saturation (default 50)
+  --cpu-prof DIR       run relgraph under node --cpu-prof, writing .cpuprofile files to DIR
+  --results DIR        where the JSON goes (default bench/results)
+  -h, --help           show this help
+`;
+
+/** Parses argv (the arguments after the script). Throws UsageError. */
+export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        size: { type: "string", default: "small" },
+        users: { type: "string" },
+        seed: { type: "string", default: "bench" },
+        duration: { type: "string" },
+        only: { type: "string" },
+        via: { type: "string" },
+        connections: { type: "string", default: "50" },
+        "cpu-prof": { type: "string" },
+        results: { type: "string", default: "bench/results" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (values.help) return "help";
+  const size = values.size;
+  if (size !== "small" && size !== "large") throw new UsageError(`--size must be small or large, got "${size}"`);
+  const durationSeconds = values.duration === undefined ? SIZES[size].durationSeconds : positive("--duration", values.duration);
+  return {
+    size,
+    users: values.users === undefined ? SIZES[size].users : Math.round(positive("--users", values.users)),
+    seed: values.seed,
+    durationSeconds,
+    warmupSeconds: Math.min(2, durationSeconds / 4),
+    only: list("--only", values.only, OPS),
+    via: list("--via", values.via, VIAS),
+    connections: Math.round(positive("--connections", values.connections)),
+    cpuProfDir: values["cpu-prof"] ?? null,
+    resultsDir: values.results,
+  };
+}
+
+function positive(name: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new UsageError(`${name} must be a positive number, got "${text}"`);
+  return value;
+}
+
+function list<T extends string>(name: string, text: string | undefined, allowed: readonly T[]): T[] {
+  if (text === undefined) return [...allowed];
+  const items = text.split(",").map((item) => item.trim());
+  for (const item of items) {
+    if (!allowed.includes(item as T)) throw new UsageError(`${name}: unknown "${item}"; choose from ${allowed.join(", ")}`);
+  }
+  return items as T[];
+}

@@ -1,0 +1,212 @@
+import type { OpResult, Row } from "./measure.js";
+import type { OpId, Via } from "./options.js";
+import type { RedisMemory } from "./redis-memory.js";
+
+/** Ingestion through `relgraph ingest`. */
+export interface Ingestion {
+  records: number;
+  /** Wall time of the whole command, node start-up included. */
+  seconds: number;
+  recordsPerSecond: number;
+  /** The rate relgraph itself printed (its timer starts after start-up). */
+  reportedRecordsPerSecond: number | null;
+}
+
+/** One target of the issue and whether this run meets it. */
+export interface TargetCheck {
+  name: string;
+  goal: string;
+  actual: number | null;
+  pass: boolean | null;
+}
+
+/** The ratios the issue asks for, per operation: c/a, c/b, d/c, e/c. */
+export interface Ratios {
+  restOverRedis: number | null;
+  restOverPeer: number | null;
+  grpcOverRest: number | null;
+  connectOverRest: number | null;
+}
+
+/** Said in every report: the figures are relative, measured on one small machine. */
+export function sharedCoresNote(cores: number): string {
+  return (
+    `The load generator (this process: autocannon, the HTTP pacer, the gRPC and Connect clients; redis-benchmark as its own process) ` +
+    `shares the ${cores} cores with relgraph and Redis, so absolute figures are lower bounds and the ratios are the robust part.`
+  );
+}
+
+const D_OVER_C = 0.6;
+/** Other processes using more than this many cores during a row make its figures suspect. */
+const NOISY_CORES = 0.2;
+const E_OVER_C = 0.5;
+
+/** The paired row of an operation, if measured. */
+export function rowOf(ops: readonly OpResult[], op: OpId, via: Via): Row | undefined {
+  return ops.find((o) => o.id === op)?.rows.find((r) => r.via === via);
+}
+
+/** c/a, c/b, d/c, e/c of one operation, by req/s at saturation. */
+export function ratiosOf(op: OpResult): Ratios {
+  const rps = (via: Via) => op.rows.find((r) => r.via === via)?.rps ?? null;
+  const over = (x: number | null, y: number | null) => (x !== null && y !== null && y > 0 ? x / y : null);
+  return {
+    restOverRedis: over(rps("rest"), rps("redis")),
+    restOverPeer: over(rps("rest"), rps("peer")),
+    grpcOverRest: over(rps("grpc"), rps("rest")),
+    connectOverRest: over(rps("connect"), rps("rest")),
+  };
+}
+
+/** Every target of the issue, evaluated on this run (null where it was not measured). */
+export function evaluateTargets(ops: readonly OpResult[], ingestion: Ingestion | null, memory: RedisMemory | null): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const atLeast = (name: string, goal: number, actual: number | null | undefined, unit: string) =>
+    checks.push({ name, goal: `≥ ${fmt(goal)}${unit}`, actual: actual ?? null, pass: actual == null ? null : actual >= goal });
+  const atMost = (name: string, goal: number, actual: number | null | undefined, unit: string) =>
+    checks.push({ name, goal: `≤ ${fmt(goal)}${unit}`, actual: actual ?? null, pass: actual == null ? null : actual <= goal });
+  const mm = ops.find((o) => o.id === "mf-mm");
+  const mmRatios = mm ? ratiosOf(mm) : null;
+  atLeast("mutual friend median×median, REST req/s", 12_000, rowOf(ops, "mf-mm", "rest")?.rps, "");
+  atMost("mutual friend median×median, REST p99 at half load", 10, rowOf(ops, "mf-mm", "rest")?.p99HalfMs, " ms");
+  atLeast("mutual friend median×median, c/b (REST / peer)", 0.8, mmRatios?.restOverPeer, "");
+  atLeast("mutual contract interaction, REST req/s", 20_000, rowOf(ops, "mci", "rest")?.rps, "");
+  atLeast("mutual friend hub×hub, REST req/s", 2_500, rowOf(ops, "mf-hh", "rest")?.rps, "");
+  atMost("mutual friend hub×hub, REST p99 at half load", 30, rowOf(ops, "mf-hh", "rest")?.p99HalfMs, " ms");
+  atLeast("recommendation median user, REST req/s", 500, rowOf(ops, "rec", "rest")?.rps, "");
+  atMost("recommendation median user, REST p99 at half load", 100, rowOf(ops, "rec", "rest")?.p99HalfMs, " ms");
+  atLeast("d/c (gRPC / REST), mutual friend median×median", D_OVER_C, mmRatios?.grpcOverRest, "");
+  atLeast("e/c (Connect / REST), mutual friend median×median", E_OVER_C, mmRatios?.connectOverRest, "");
+  atLeast("ingestion records/s", 200_000, ingestion?.recordsPerSecond, "");
+  atMost("Redis bytes per friend-set member", 20, memory?.bytesPerFriendMember, " B");
+  return checks;
+}
+
+/** The human-readable report. */
+export function renderReport(input: {
+  header: string[];
+  note: string;
+  ops: readonly OpResult[];
+  ingestion: Ingestion | null;
+  memory: RedisMemory | null;
+  targets: readonly TargetCheck[];
+}): string {
+  const lines: string[] = [...input.header, ""];
+  const table: string[][] = [
+    ["operation", "via", "conc", "req/s", "p50", "p99", "offered", "p50 @½", "p99 @½", "lag99 @½", "srv µs/req", "redis µs/req", "bench µs/req", "other cores", "errors", "target"],
+  ];
+  for (const op of input.ops) {
+    for (const row of op.rows) {
+      table.push([
+        op.id,
+        row.via,
+        String(row.concurrency),
+        fmt(row.rps),
+        ms(row.p50SatMs),
+        ms(row.p99SatMs),
+        row.offeredRps === null ? "–" : fmt(row.offeredRps),
+        ms(row.p50HalfMs),
+        ms(row.p99HalfMs),
+        ms(row.sendLagP99Ms),
+        us(row.serverCpuUs),
+        us(row.redisCpuUs),
+        us(row.clientCpuUs),
+        row.otherCores === null ? "–" : `${row.otherCores.toFixed(2)}${row.otherCores > NOISY_CORES ? "!" : ""}`,
+        row.errors === 0 ? "0" : `${row.errors}!`,
+        rowTargets(op.id, row.via, input.targets),
+      ]);
+    }
+  }
+  lines.push(...renderTable(table), "");
+  lines.push("Latency in ms. Saturation: autocannon for HTTP (whole ms), a closed loop for RPC, redis-benchmark for redis. @½: at a fixed offered");
+  lines.push("rate of half the saturated req/s, one paced open loop for every path (a minimal keep-alive client for HTTP), counting from when each");
+  lines.push("request was due, so queueing is not hidden; lag99 = p99 of how late the pacer itself sent (the load generator's share).");
+  lines.push("srv = the serving process (relgraph, or the peer), all threads; bench = this load generator; other cores = CPU used meanwhile");
+  lines.push(`by every other process on the machine (/proc/stat), "!" above ${NOISY_CORES}: that row ran on a busy machine.`, "");
+
+  const ratioTable: string[][] = [["operation", "c/a rest/redis", "c/b rest/peer", `d/c grpc/rest (≥ ${D_OVER_C})`, `e/c connect/rest (≥ ${E_OVER_C})`]];
+  for (const op of input.ops) {
+    const r = ratiosOf(op);
+    ratioTable.push([op.id, ratio(r.restOverRedis), ratio(r.restOverPeer), ratio(r.grpcOverRest, D_OVER_C), ratio(r.connectOverRest, E_OVER_C)]);
+  }
+  lines.push(...renderTable(ratioTable), "");
+
+  for (const op of input.ops) {
+    lines.push(`${op.id}: ${op.title}. ${op.sample}.${op.meanItems === null ? "" : ` Mean items per answer: ${op.meanItems.toFixed(1)}.`}`);
+    for (const problem of op.problems) lines.push(`  ! ${problem}`);
+    for (const row of op.rows) if (row.firstError) lines.push(`  ! ${row.via}: ${row.firstError}`);
+  }
+  lines.push("");
+  if (input.ingestion) {
+    const i = input.ingestion;
+    lines.push(
+      `Ingestion: ${fmt(i.records)} records in ${i.seconds.toFixed(1)} s = ${fmt(i.recordsPerSecond)} records/s (whole command)` +
+        (i.reportedRecordsPerSecond === null ? "" : `; relgraph reports ${fmt(i.reportedRecordsPerSecond)} records/s`),
+    );
+  }
+  if (input.memory) {
+    const m = input.memory;
+    lines.push(
+      `Redis memory: ${m.bytesPerFriendMember.toFixed(1)} B per friend-set member (Σ MEMORY USAGE / Σ SCARD over ${fmt(m.friendSets)} friend sets, ${fmt(m.friendMembers)} members);`,
+    );
+    for (const [encoding, e] of Object.entries(m.byEncoding)) {
+      lines.push(`  ${encoding}: ${fmt(e.sets)} sets, ${fmt(e.members)} members, ${e.bytesPerMember.toFixed(1)} B/member`);
+    }
+    lines.push(
+      `  INFO used_memory ${(m.usedMemory / 2 ** 20).toFixed(1)} MiB (dataset ${(m.usedMemoryDataset / 2 ** 20).toFixed(1)} MiB) = ${m.usedMemoryPerFriendMember.toFixed(1)} B per friend member if all charged to friends; set-max-intset-entries ${m.setMaxIntsetEntries}`,
+    );
+  }
+  lines.push("", "Targets:");
+  const targetTable: string[][] = [["target", "goal", "actual", "result"]];
+  for (const t of input.targets) {
+    targetTable.push([t.name, t.goal, t.actual === null ? "–" : fmt(t.actual), t.pass === null ? "not measured" : t.pass ? "PASS" : "FAIL"]);
+  }
+  lines.push(...renderTable(targetTable), "", input.note);
+  return lines.join("\n");
+}
+
+/** The targets that apply to one row, with their result, e.g. "≥ 12,000 req/s FAIL". */
+function rowTargets(op: OpId, via: Via, targets: readonly TargetCheck[]): string {
+  if (via !== "rest") return "";
+  const prefix = {
+    "mf-mm": "mutual friend median×median, REST",
+    "mf-hh": "mutual friend hub×hub, REST",
+    mci: "mutual contract interaction, REST",
+    rec: "recommendation median user, REST",
+  }[op as string];
+  if (!prefix) return "";
+  return targets
+    .filter((t) => t.name.startsWith(prefix))
+    .map((t) => `${t.name.slice(prefix.length).trim()} ${t.goal} ${t.pass === null ? "?" : t.pass ? "PASS" : "FAIL"}`)
+    .join("; ");
+}
+
+function renderTable(rows: readonly string[][]): string[] {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
+  const line = (row: readonly string[]) =>
+    row
+      .map((cell, c) => (c < 2 || c === row.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+      .join("  ")
+      .trimEnd();
+  return [line(rows[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...rows.slice(1).map(line)];
+}
+
+function fmt(value: number): string {
+  if (!Number.isFinite(value)) return "–";
+  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString("en-US");
+  return value.toLocaleString("en-US", { maximumFractionDigits: 2 });
+}
+
+function ms(value: number | null): string {
+  if (value === null || !Number.isFinite(value)) return "–";
+  return value >= 100 ? value.toFixed(0) : value.toFixed(2);
+}
+
+function us(value: number | null): string {
+  return value === null || !Number.isFinite(value) ? "–" : value.toFixed(0);
+}
+
+function ratio(value: number | null, goal?: number): string {
+  if (value === null) return "–";
+  return goal === undefined ? value.toFixed(2) : `${value.toFixed(2)} ${value >= goal ? "PASS" : "FAIL"}`;
+}

@@ -1,0 +1,78 @@
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { createClient, type CallOptions } from "@connectrpc/connect";
+import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import grpc from "@grpc/grpc-js";
+import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
+import type { Call } from "./load.js";
+
+/** The RelationService RPCs by their local (camelCase) names. */
+export type RpcName = keyof typeof RelationService.method;
+
+/** A request of any RPC, in init form (plain object of the request message's fields). */
+export type RpcRequest = MessageInitShape<DescMessage>;
+
+/** An RPC client the bench drives. */
+export interface RpcClient {
+  /** A Call cycling over `requests`; the answer is not decoded beyond what the transport must do. */
+  caller(name: RpcName, requests: readonly RpcRequest[]): Call;
+  /** One call, decoded: how many items its `data` holds (1 for a message such as EncryptedData). */
+  probe(name: RpcName, request: RpcRequest): Promise<number>;
+  close(): void;
+}
+
+/**
+ * @grpc/grpc-js over one channel (HTTP/2, multiplexed), requests serialized once up front so that
+ * the client spends as little of the shared CPU as it can.
+ */
+export function createGrpcClient(port: number, apiKey: string): RpcClient {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("apikey", apiKey);
+  const path = (name: RpcName) => `/${RelationService.typeName}/${RelationService.method[name].name}`;
+  const same = (bytes: Buffer) => bytes;
+  const unary = (name: RpcName, body: Buffer) =>
+    new Promise<Buffer>((resolve, reject) =>
+      client.makeUnaryRequest(path(name), same, same, body, metadata, (error, value) => (error ? reject(error) : resolve(value!))),
+    );
+  const encode = (name: RpcName, request: RpcRequest) => {
+    const input = RelationService.method[name].input as DescMessage;
+    return Buffer.from(toBinary(input, create(input, request)));
+  };
+  return {
+    caller(name, requests) {
+      const bodies = requests.map((request) => encode(name, request));
+      return (i) => unary(name, bodies[i % bodies.length]!);
+    },
+    async probe(name, request) {
+      const output = RelationService.method[name].output as DescMessage;
+      return dataItems(fromBinary(output, await unary(name, encode(name, request))));
+    },
+    close: () => client.close(),
+  };
+}
+
+/** connect-node's Connect transport, binary Protobuf over HTTP/2 (h2c), as a generated client uses it. */
+export function createConnectClient(port: number, apiKey: string): RpcClient {
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const sessionManager = new Http2SessionManager(baseUrl);
+  const transport = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, sessionManager });
+  const client = createClient(RelationService, transport);
+  const options: CallOptions = { headers: { apikey: apiKey } };
+  const invoke = (name: RpcName, request: RpcRequest) =>
+    (client[name] as (request: RpcRequest, options: CallOptions) => Promise<unknown>)(request, options);
+  return {
+    caller(name, requests) {
+      return (i) => invoke(name, requests[i % requests.length]!);
+    },
+    async probe(name, request) {
+      return dataItems(await invoke(name, request));
+    },
+    close: () => sessionManager.abort(),
+  };
+}
+
+function dataItems(response: unknown): number {
+  const data = (response as { data?: unknown }).data;
+  if (Array.isArray(data)) return data.length;
+  return data === undefined ? 0 : 1;
+}
