@@ -44,6 +44,10 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   });
 
   await app.register(fastifyConnectPlugin, {
+    // grpc-js always advertises gzip, and compressing every reply over 1 KB halved gRPC throughput
+    // (`npm run bench`). relgraph's replies are at most tens of KB, served to nearby services:
+    // compress only the rare large one. Compressed requests are still accepted.
+    compressMinBytes: 64 * 1024,
     routes(router) {
       router.service(RelationService, service, {
         // The error interceptor is outermost, so ApiKey failures are translated too.
