@@ -34,10 +34,12 @@ const CONNECT_TIMEOUT_MS = 2_000;
 /** The first connection is tried this many times before createRedisStore fails. */
 const INITIAL_CONNECT_ATTEMPTS = 2;
 /**
- * Safety net for a server that stops answering without closing the socket: no command (or window
- * of bulk commands) waits longer than this. A closed socket fails commands at once anyway.
+ * Safety net for a server that stops answering without closing the socket: no store call (or window
+ * of bulk commands) waits longer than this. A closed socket fails commands at once anyway. It is
+ * enforced per call rather than per command: node-redis's per-command timeout allocates an
+ * AbortSignal and a timer for every command, which cost about 8% of a request.
  */
-const COMMAND_TIMEOUT_MS = 15_000;
+export const COMMAND_TIMEOUT_MS = 15_000;
 /** Commands in flight at once on the bulk path: node-redis writes them as one pipeline per node. */
 const COMMANDS_PER_WINDOW = 10_000;
 
@@ -52,7 +54,6 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
     reconnectStrategy: (retries: number) =>
       !connected && retries + 1 >= INITIAL_CONNECT_ATTEMPTS ? false : Math.min(50 * 2 ** retries, 2_000),
   };
-  const timeout = { timeout: COMMAND_TIMEOUT_MS };
   // The store reports failures through rejected commands; without a listener node-redis's 'error'
   // events would crash the process.
   const ignore = () => {};
@@ -66,7 +67,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
     await connectOrThrow(() => cluster.connect());
     connected = true;
     const send = <T extends Reply>(key: string | undefined, args: string[]) =>
-      cluster.sendCommand<T>(key, false, args, timeout);
+      cluster.sendCommand<T>(key, false, args);
     const sendAll = (commands: readonly string[][]) =>
       sendInWindows(commands, (args) => cluster.sendCommand<Reply>(args[1], false, args));
     return {
@@ -83,7 +84,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
   client.on("error", ignore);
   await connectOrThrow(() => client.connect());
   connected = true;
-  const send = <T extends Reply>(_key: string | undefined, args: string[]) => client.sendCommand<T>(args, timeout);
+  const send = <T extends Reply>(_key: string | undefined, args: string[]) => client.sendCommand<T>(args);
   return {
     engine: "redis",
     clustered: false,
@@ -116,7 +117,8 @@ async function sendInWindows(commands: readonly string[][], send: (args: string[
   return replies;
 }
 
-async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+/** Rejects when `work` has not settled within `ms`. */
+export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no reply from Redis within ${ms} ms`)), ms);

@@ -1,7 +1,7 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
 import type { ApiKeyRecord, GraphStore, IngestBatch, WriteProgress } from "../store.js";
-import { connectRedis, unavailable, type RedisConnection, type RedisStoreOptions } from "./connection.js";
+import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
   API_KEY_IDS,
   apiKeyKey,
@@ -182,14 +182,19 @@ function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);
 }
 
-/** Wraps every method so that any driver or connection failure becomes StoreUnavailableError. */
+/**
+ * Wraps every method so that any driver or connection failure becomes StoreUnavailableError, and
+ * no call waits on a silent server longer than COMMAND_TIMEOUT_MS (bulk writes time each window).
+ */
 function guardAll(store: GraphStore): GraphStore {
   const guarded: Record<string, unknown> = { engine: store.engine };
   for (const [name, member] of Object.entries(store)) {
     if (typeof member !== "function") continue;
+    const bounded = name !== "write";
     guarded[name] = async (...args: unknown[]) => {
       try {
-        return await (member as (...a: unknown[]) => Promise<unknown>)(...args);
+        const call = (member as (...a: unknown[]) => Promise<unknown>)(...args);
+        return await (bounded ? withDeadline(call, COMMAND_TIMEOUT_MS) : call);
       } catch (cause) {
         // A batch naming an unknown relationId is the caller's bug, not an outage.
         if (cause instanceof UnknownRelationIdError) throw cause;
