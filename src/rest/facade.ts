@@ -1,4 +1,4 @@
-import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   MultiDimensionalRecommendationResponseSchema,
@@ -76,7 +76,7 @@ export async function restFacade(app: FastifyInstance, { service, gate }: RestFa
       try {
         await gate.admit(apiKeyOf(request));
         const result = await call(service, request.query as Query);
-        const json = toContractJson(response, create(response, result));
+        const json = toContractJson(response, result);
         return reply.send({ code: "0", desc: "success", ...json });
       } catch (err) {
         return sendError(request, reply, err);
