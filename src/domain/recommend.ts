@@ -26,48 +26,80 @@ export interface Candidate {
   counts: number[];
 }
 
-/** Accumulates signal occurrences per candidate, ignoring excluded users (the user and their friends). */
+/**
+ * Accumulates signal occurrences per candidate, ignoring excluded users (the user and their friends).
+ * Counts live in one flat typed array indexed by arrival order: a call may see tens of thousands of
+ * candidates, and an array per candidate was the largest source of garbage on this path.
+ */
 export class CandidateTally {
-  private readonly counts = new Map<UserId, number[]>();
+  private readonly slots = new Map<UserId, number>();
+  private ids: UserId[] = [];
+  private counts = new Int32Array(SIGNALS.length * 1024);
 
   constructor(private readonly excluded: ReadonlySet<UserId>) {}
 
   /** Records one occurrence of `signal` for each member of `ids`. */
   add(signal: Signal, ids: Iterable<UserId>): void {
-    const slot = SIGNALS.indexOf(signal);
+    const offset = SIGNALS.indexOf(signal);
     for (const id of ids) {
       if (this.excluded.has(id)) continue;
-      let counts = this.counts.get(id);
-      if (!counts) {
-        counts = [0, 0, 0, 0, 0];
-        this.counts.set(id, counts);
+      let slot = this.slots.get(id);
+      if (slot === undefined) {
+        slot = this.ids.length;
+        this.slots.set(id, slot);
+        this.ids.push(id);
+        if ((slot + 1) * SIGNALS.length > this.counts.length) {
+          const grown = new Int32Array(this.counts.length * 2);
+          grown.set(this.counts);
+          this.counts = grown;
+        }
       }
-      counts[slot]! += 1;
+      this.counts[slot * SIGNALS.length + offset]! += 1;
     }
   }
 
   /** Number of distinct candidates seen. */
   get size(): number {
-    return this.counts.size;
+    return this.ids.length;
   }
 
   /**
    * The candidates that can still make the top `max` once ties are broken: everyone scoring at
-   * least the max-th best score. Only these need their relationIds fetched for the tie-break.
+   * least the max-th best score. Only these need their relationIds fetched for the tie-break. The
+   * cutoff comes from a histogram of scores, in linear time, without sorting every candidate.
    */
   contenders(max: number): Candidate[] {
-    const all: Candidate[] = [];
-    for (const [id, counts] of this.counts) {
+    const n = this.ids.length;
+    const scores = new Int32Array(n);
+    let best = 0;
+    for (let slot = 0; slot < n; slot++) {
       let score = 0;
-      for (let i = 0; i < SIGNALS.length; i++) score += counts[i]! * SIGNAL_WEIGHTS[SIGNALS[i]!];
-      all.push({ id, score, counts });
+      for (let i = 0; i < SIGNALS.length; i++) score += this.counts[slot * SIGNALS.length + i]! * WEIGHTS[i]!;
+      scores[slot] = score;
+      if (score > best) best = score;
     }
-    if (all.length <= max) return all;
-    const scores = all.map((c) => c.score).sort((a, b) => b - a);
-    const cutoff = scores[max - 1]!;
-    return all.filter((c) => c.score >= cutoff);
+    let cutoff = 0;
+    if (n > max) {
+      const histogram = new Int32Array(best + 1);
+      for (let slot = 0; slot < n; slot++) histogram[scores[slot]!]! += 1;
+      let seen = 0;
+      for (cutoff = best; cutoff > 0; cutoff--) {
+        seen += histogram[cutoff]!;
+        if (seen >= max) break;
+      }
+    }
+    const contenders: Candidate[] = [];
+    for (let slot = 0; slot < n; slot++) {
+      if (scores[slot]! < cutoff) continue;
+      const from = slot * SIGNALS.length;
+      contenders.push({ id: this.ids[slot]!, score: scores[slot]!, counts: Array.from(this.counts.subarray(from, from + SIGNALS.length)) });
+    }
+    return contenders;
   }
 }
+
+/** SIGNAL_WEIGHTS in SIGNALS order. */
+const WEIGHTS = SIGNALS.map((signal) => SIGNAL_WEIGHTS[signal]);
 
 /** Orders candidates by descending score, ties by ascending relationId, and keeps the first `max`. */
 export function rankCandidates(candidates: Candidate[], relationIds: readonly string[], max: number): Candidate[] {
