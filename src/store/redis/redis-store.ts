@@ -35,6 +35,10 @@ export async function createRedisStore(options: RedisStoreOptions): Promise<Grap
 
 function redisGraphStore(redis: RedisConnection): GraphStore {
   let closed: Promise<void> | null = null;
+  // A UserId's relationId is fixed when the id is allocated and never changes, so it can be cached
+  // for the life of the process; recommendations and long mutual-friend lists order thousands of
+  // ids by relationId per call.
+  const relationIdCache = new Map<UserId, string>();
   const toIds = (members: string[]) => members.map(Number);
 
   return {
@@ -66,7 +70,16 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return readUsers(redis, ids);
     },
     async relationIds(ids: readonly UserId[]) {
-      return (await hashGetMany(redis, RELATION_ID_BY_USER, ids.map(String))).map((value) => value ?? "");
+      const missing = [...new Set(ids.filter((id) => !relationIdCache.has(id)))];
+      if (missing.length > 0) {
+        const found = await hashGetMany(redis, RELATION_ID_BY_USER, missing.map(String));
+        if (relationIdCache.size + missing.length > RELATION_ID_CACHE_ENTRIES) relationIdCache.clear();
+        missing.forEach((id, i) => {
+          const relationId = found[i];
+          if (relationId != null) relationIdCache.set(id, relationId);
+        });
+      }
+      return ids.map((id) => relationIdCache.get(id) ?? "");
     },
 
     async userSet(kind: UserSetKind, id: UserId) {
@@ -177,6 +190,9 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
     },
   };
 }
+
+/** Most relationIds kept in process (about 100 bytes each); past it the cache starts over. */
+const RELATION_ID_CACHE_ENTRIES = 2_000_000;
 
 function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);
