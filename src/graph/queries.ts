@@ -48,7 +48,7 @@ export interface RecommendationLimits {
 /** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
 export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   maxResults: 500,
-  memberBudget: 3000,
+  memberBudget: 1500,
   maxNeighbourSet: 1000,
   maxAssetHolders: 1000,
   snapshotTtlSeconds: 15 * 60,
@@ -201,14 +201,14 @@ export class GraphQueries {
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
   private async expandUsers(kind: UserSetKind, ids: readonly UserId[]) {
     const sizes = await this.store.userSetSizes(kind, ids);
-    const chosen = withinBudget(ids, sizes, this.limits);
+    const chosen = withinBudget(ids, sizes, this.limits.maxNeighbourSet, this.limits.memberBudget);
     return this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet);
   }
 
   /** The holders of (some of) `assets`, chosen within the signal's member budget. */
   private async expandAssets(kind: AssetKind, assets: readonly string[]) {
     const sizes = await this.store.assetHolderCounts(kind, assets);
-    const chosen = withinBudget(assets, sizes, this.limits);
+    const chosen = withinBudget(assets, sizes, this.limits.maxAssetHolders, this.limits.memberBudget);
     return this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders);
   }
 
@@ -254,10 +254,10 @@ export const IDENTITY_PARAM = { address: "address", social: "socialUsername", ga
 
 /**
  * The items whose sets to expand: smallest first, ties by the item itself (so that the choice does
- * not depend on the order a store lists a set in), for as long as the running total stays within
- * the member budget.
+ * not depend on the order a store lists a set in), skipping empty sets and sets over `maxSet`, for as
+ * long as the running total stays within the member budget.
  */
-function withinBudget<T extends string | number>(items: readonly T[], sizes: readonly number[], limits: RecommendationLimits): T[] {
+function withinBudget<T extends string | number>(items: readonly T[], sizes: readonly number[], maxSet: number, budget: number): T[] {
   const order = items
     .map((_, i) => i)
     .sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
@@ -265,8 +265,8 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
   let total = 0;
   for (const i of order) {
     const size = sizes[i]!;
-    if (size === 0) continue;
-    if (total + size > limits.memberBudget) break;
+    if (size === 0 || size > maxSet) continue;
+    if (total + size > budget) break;
     total += size;
     chosen.push(items[i]!);
   }
