@@ -5,7 +5,8 @@ import { Wallet } from "ethers";
 import type { IngestRecord } from "../src/ingest/format.js";
 import { generateRecords } from "../src/ingest/generate.js";
 import { createPrng, type Prng } from "../src/ingest/prng.js";
-import { buildCsr, commonCount, type Csr } from "./graph-index.js";
+import { buildAdjacency, type Adjacency } from "../src/ingest/adjacency.js";
+import { commonCount } from "./graph-index.js";
 
 /*
  * The bench dataset: the seeded generator's records (power-law friends, triadic closure, Zipf
@@ -175,7 +176,7 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
   await once(out, "finish");
 
   const total = n + options.wallets;
-  const graph = buildCsr(total, edges.from.subarray(0, edges.length), edges.to.subarray(0, edges.length));
+  const graph = buildAdjacency(total, edges.from.subarray(0, edges.length), edges.to.subarray(0, edges.length));
   const userOf = (u: number): BenchUser => ({
     relationId: relationOf(u, n, options.wallets),
     address: u < n ? firstAddress[u]! : wallets[u - n]!.wallet.address.toLowerCase(),
@@ -245,7 +246,7 @@ function sample<T>(items: readonly T[], k: number, rng: Prng): T[] {
  * each user takes part in at most a few pairs so that the load spreads over many keys. When too few
  * pairs share any friend, random pairs fill the rest.
  */
-function bestPairs(graph: Csr, a: readonly number[], b: readonly number[], k: number, rng: Prng): [number, number, number][] {
+function bestPairs(graph: Adjacency, a: readonly number[], b: readonly number[], k: number, rng: Prng): [number, number, number][] {
   const inB = new Uint8Array(graph.size);
   for (const w of b) inB[w] = 1;
   const counts = new Uint32Array(graph.size);
@@ -294,7 +295,7 @@ function bestPairs(graph: Csr, a: readonly number[], b: readonly number[], k: nu
 }
 
 /** Every pair of the given users, up to k, most shared friends first. */
-function allPairs(graph: Csr, users: readonly number[], k: number): [number, number, number][] {
+function allPairs(graph: Adjacency, users: readonly number[], k: number): [number, number, number][] {
   const pairs: [number, number, number][] = [];
   for (let i = 0; i < users.length; i++) {
     for (let j = i + 1; j < users.length; j++) {

@@ -15,6 +15,7 @@
  * The graph is built in typed arrays and records are yielded one at a time, so a large dataset is
  * never held as text.
  */
+import { buildAdjacency, type Adjacency } from "./adjacency.js";
 import type { IngestRecord, ReleaseLine, UserLine } from "./format.js";
 import { DEMO_WALLETS, demoWallet } from "./demo-wallet.js";
 import { createPrng, type Prng } from "./prng.js";
@@ -133,11 +134,7 @@ function popularity(n: number, rng: Prng): Float64Array {
 }
 
 /** An undirected simple graph in compressed sparse rows. */
-interface Graph {
-  /** Number of vertices. */
-  size: number;
-  neighbors(u: number): Uint32Array;
-}
+type Graph = Adjacency;
 
 function friendGraph(n: number, meanDegree: number, closure: number, pick: () => number, rng: Prng): Graph {
   const total = Math.round((n * meanDegree) / 2);
@@ -178,37 +175,7 @@ class EdgeList {
 
 /** Builds the symmetric adjacency of the edges, dropping repeated edges. */
 function buildGraph(n: number, edges: EdgeList): Graph {
-  const start = new Uint32Array(n + 1);
-  for (let e = 0; e < edges.length; e++) {
-    start[edges.from[e]! + 1]!++;
-    start[edges.to[e]! + 1]!++;
-  }
-  for (let u = 1; u <= n; u++) start[u]! += start[u - 1]!;
-  const cells = new Uint32Array(start[n]!);
-  const fill = start.slice(0, n);
-  for (let e = 0; e < edges.length; e++) {
-    const a = edges.from[e]!;
-    const b = edges.to[e]!;
-    cells[fill[a]!++] = b;
-    cells[fill[b]!++] = a;
-  }
-  // Sort each row and compact it in place, dropping repeats; writes never pass reads.
-  const offsets = new Uint32Array(n + 1);
-  let write = 0;
-  for (let u = 0; u < n; u++) {
-    offsets[u] = write;
-    const row = cells.subarray(start[u]!, start[u + 1]!).sort();
-    let previous = -1;
-    for (const v of row) {
-      if (v !== previous) cells[write++] = v;
-      previous = v;
-    }
-  }
-  offsets[n] = write;
-  return {
-    size: n,
-    neighbors: (u) => cells.subarray(offsets[u]!, offsets[u + 1]!),
-  };
+  return buildAdjacency(n, edges.from.subarray(0, edges.length), edges.to.subarray(0, edges.length));
 }
 
 /** Vose's alias method: O(1) draws of an index with probability proportional to its weight. */
