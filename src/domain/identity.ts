@@ -1,5 +1,8 @@
 import { getAddress } from "ethers";
 
+/** The query parameter (and proto JSON field) that names each identity kind, for requests and error messages. */
+export const IDENTITY_PARAM = { address: "address", social: "socialUsername", game: "gameId" } as const;
+
 /** Matches a relationId of the ingestion format. */
 export const RELATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 

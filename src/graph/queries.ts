@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
+import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
 import { CandidateTally, describeCandidate, rankCandidates, SIGNALS, type Candidate } from "../domain/recommend.js";
 import type { GraphStore } from "../store/store.js";
@@ -248,9 +249,6 @@ export class GraphQueries {
     return users.filter((user): user is UserRecord => user !== null);
   }
 }
-
-/** The query parameter that names each identity kind, for error messages. */
-export const IDENTITY_PARAM = { address: "address", social: "socialUsername", game: "gameId" } as const;
 
 /**
  * The items whose sets to expand: smallest first, ties by the item itself (so that the choice does

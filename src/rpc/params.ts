@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "../domain/errors.js";
-import { normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
+import { IDENTITY_PARAM, normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
 import type { Identity, IdentityKind } from "../domain/model.js";
 import type { PageRequest } from "../graph/queries.js";
 
@@ -14,8 +14,6 @@ export const MAX_LIST_ITEMS = 50;
 /** Largest page size. */
 export const MAX_LIMIT = 100;
 const MAX_ID_LENGTH = 256;
-
-const PARAM_OF: Record<IdentityKind, string> = { address: "address", social: "socialUsername", game: "gameId" };
 
 /** A request naming one user with exactly one of its three identity fields. */
 export interface SingleIdentityFields {
@@ -33,20 +31,20 @@ export interface IdentityListFields {
 
 /** Exactly one of address, socialUsername and gameId, normalized. Empty values count as absent. */
 export function singleIdentity(req: SingleIdentityFields): Identity {
-  const given = (["address", "social", "game"] as const).filter((kind) => fieldOf(req, kind).trim() !== "");
+  const given = (["address", "social", "game"] as const).filter((kind) => req[IDENTITY_PARAM[kind]].trim() !== "");
   if (given.length !== 1) {
-    const problem = given.length === 0 ? "none was given" : `got ${given.map((k) => PARAM_OF[k]).join(" and ")}`;
+    const problem = given.length === 0 ? "none was given" : `got ${given.map((k) => IDENTITY_PARAM[k]).join(" and ")}`;
     throw new InvalidArgumentError(`exactly one of address, socialUsername and gameId is required; ${problem}`);
   }
   const kind = given[0]!;
-  return identity(kind, fieldOf(req, kind).trim());
+  return identity(kind, req[IDENTITY_PARAM[kind]].trim());
 }
 
 /** Every identity of the three lists, normalized; at least `min` distinct identities are required. */
 export function identityList(req: IdentityListFields, min: number): Identity[] {
   const identities: Identity[] = [];
   for (const kind of ["address", "social", "game"] as const) {
-    for (const item of listItems(PARAM_OF[kind], listOf(req, kind))) identities.push(identity(kind, item));
+    for (const item of listItems(IDENTITY_PARAM[kind], req[IDENTITY_PARAM[kind]])) identities.push(identity(kind, item));
   }
   const distinct = new Set(identities.map((i) => `${i.kind}:${i.value}`));
   if (distinct.size < min) {
@@ -87,7 +85,7 @@ function listItems(param: string, values: readonly string[]): string[] {
 }
 
 function identity(kind: IdentityKind, value: string): Identity {
-  const param = PARAM_OF[kind];
+  const param = IDENTITY_PARAM[kind];
   if (kind === "address") return { kind, value: address(param, value) };
   if (value.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${param} is longer than ${MAX_ID_LENGTH} characters`);
   return { kind, value: kind === "social" ? normalizeSocialUsername(value) : value };
@@ -101,12 +99,4 @@ function address(param: string, value: string): string {
     );
   }
   return normalized;
-}
-
-function fieldOf(req: SingleIdentityFields, kind: IdentityKind): string {
-  return kind === "address" ? req.address : kind === "social" ? req.socialUsername : req.gameId;
-}
-
-function listOf(req: IdentityListFields, kind: IdentityKind): string[] {
-  return kind === "address" ? req.address : kind === "social" ? req.socialUsername : req.gameId;
 }
