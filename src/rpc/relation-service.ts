@@ -1,6 +1,5 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
-  EncryptedDataSchema,
   GameSchema,
   ProfileSchema,
   RelationSchema,
@@ -55,19 +54,13 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
     return { user, signer };
   }
 
-  const encryptJson = async (signer: string, json: unknown) =>
-    create(EncryptedDataSchema, await encryptor.encryptFor(signer, new TextEncoder().encode(JSON.stringify(json))));
+  const encryptJson = (signer: string, json: unknown) => encryptor.encryptFor(signer, new TextEncoder().encode(JSON.stringify(json)));
 
   return {
     async profile(req: ProfileRequest): Promise<MessageInitShape<typeof ProfileResponseSchema>> {
       const { user, signer } = await authorizeOwner(req, PROFILE_STATEMENT);
       const counts = await queries.followCounts(user.id);
-      const profile = create(ProfileSchema, {
-        relationId: user.relationId,
-        name: user.name,
-        avatar: user.avatar,
-        ...counts,
-      });
+      const profile = { relationId: user.relationId, name: user.name, avatar: user.avatar, ...counts };
       return { data: await encryptJson(signer, toContractJson(ProfileSchema, profile)) };
     },
 
@@ -76,10 +69,7 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
       const { user, signer } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
       const result = await queries.relationshipGraph(user.id, page);
       const entries = result.items.map(({ user: peer, description }) =>
-        toContractJson(
-          RelationshipGraphEntrySchema,
-          create(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
-        ),
+        toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
       );
       return { data: await encryptJson(signer, entries), cursor: result.cursor };
     },
