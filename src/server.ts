@@ -1,5 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { relgraphApp, type AppOptions } from "./app.js";
+import { createGrpcUnaryPath, type Http2StreamClaim } from "./rpc/grpc-unary.js";
 import { createOnePortServer, type OnePortHandler } from "./transport/one-port.js";
 
 /** Options of createServer. */
@@ -29,14 +31,19 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
             req: (req) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
           },
         };
+  // Unary gRPC calls are served below Fastify (rpc/grpc-unary.ts); the path needs Fastify's logger,
+  // which exists only once Fastify has called the server factory.
+  let grpcUnary: Http2StreamClaim = () => false;
   const server = Fastify({
     logger,
     // Fastify's handler serves HTTP/2 compatibility requests as well as HTTP/1.1 ones.
-    serverFactory: (handler) => createOnePortServer(handler as OnePortHandler, { closeGraceMs }),
+    serverFactory: (handler) =>
+      createOnePortServer(handler as OnePortHandler, { closeGraceMs, claimStream: (stream, headers) => grpcUnary(stream, headers) }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",
     return503OnClosing: true,
   });
+  grpcUnary = createGrpcUnaryPath({ service: RelationService, impl: app.service, gate: app.gate, log: server.log });
   await server.register(relgraphApp, app);
   return server;
 }

@@ -34,10 +34,15 @@ function reencode(headers: OutgoingHttpHeaders): void {
     } catch {
       continue;
     }
-    let encoded = "";
-    for (const byte of Buffer.from(text, "utf8")) {
-      encoded += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
-    }
-    headers[name] = encoded;
+    headers[name] = encodeGrpcMessage(text);
   }
+}
+
+/** `text` as a grpc-message value: `%` and bytes outside printable ASCII percent-encoded, as the gRPC spec says. */
+export function encodeGrpcMessage(text: string): string {
+  let encoded = "";
+  for (const byte of Buffer.from(text, "utf8")) {
+    encoded += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return encoded;
 }

@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { Socket } from "node:net";
+import type { Http2StreamClaim } from "../rpc/grpc-unary.js";
 import { specGrpcMessage } from "./grpc-message.js";
 
 /** The client connection preface that starts every HTTP/2 prior-knowledge (h2c) connection. */
@@ -10,6 +11,8 @@ const H2C_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export interface OnePortServerOptions {
   /** How long in-flight HTTP/1.1 requests and HTTP/2 streams may finish on close before their connections are destroyed. */
   closeGraceMs?: number;
+  /** Offered each new HTTP/2 stream before the handler; a stream it claims never reaches the handler. */
+  claimStream?: Http2StreamClaim;
 }
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 compatibility requests. */
@@ -31,6 +34,17 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
     specGrpcMessage(req, res);
     handler(req, res);
   });
+  if (options.claimStream) {
+    // The request handler is reached through Node's compatibility layer, which listens for
+    // "stream"; a claimed stream must not also become a request, so the claim goes first.
+    const claim = options.claimStream;
+    const compatibility = h2.listeners("stream") as ((...args: unknown[]) => void)[];
+    h2.removeAllListeners("stream");
+    h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
+      if (claim(stream, headers)) return;
+      for (const listener of compatibility) listener.call(h2, stream, headers, ...rest);
+    });
+  }
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
