@@ -1,7 +1,10 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { relgraphApp, type AppOptions } from "./app.js";
+import { createConnectUnaryPath, type RequestClaim } from "./rpc/connect-unary.js";
 import { createGrpcUnaryPath, type Http2StreamClaim } from "./rpc/grpc-unary.js";
+import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
+import { createUnaryCaller } from "./rpc/unary-call.js";
 import { createOnePortServer, type OnePortHandler } from "./transport/one-port.js";
 
 /** Options of createServer. */
@@ -21,6 +24,7 @@ const SECRET_QUERY_PARAMS = ["sig", "message"];
  */
 export async function createServer(app: AppOptions, options: ServerOptions): Promise<FastifyInstance> {
   const closeGraceMs = options.closeGraceMs ?? 5_000;
+  useFastUtf8Encoding();
   const logger: FastifyServerOptions["logger"] =
     options.logLevel === false
       ? false
@@ -31,19 +35,26 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
             req: (req) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
           },
         };
-  // Unary gRPC calls are served below Fastify (rpc/grpc-unary.ts); the path needs Fastify's logger,
-  // which exists only once Fastify has called the server factory.
+  // Unary gRPC and Connect calls are served below Fastify (rpc/unary-call.ts says why). They log
+  // through Fastify's logger, which exists only once Fastify has called the server factory.
   let grpcUnary: Http2StreamClaim = () => false;
+  let connectUnary: RequestClaim = () => false;
   const server = Fastify({
     logger,
     // Fastify's handler serves HTTP/2 compatibility requests as well as HTTP/1.1 ones.
     serverFactory: (handler) =>
-      createOnePortServer(handler as OnePortHandler, { closeGraceMs, claimStream: (stream, headers) => grpcUnary(stream, headers) }),
+      createOnePortServer(handler as OnePortHandler, {
+        closeGraceMs,
+        claimStream: (stream, headers) => grpcUnary(stream, headers),
+        claimRequest: (req, res) => connectUnary(req, res),
+      }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",
     return503OnClosing: true,
   });
-  grpcUnary = createGrpcUnaryPath({ service: RelationService, impl: app.service, gate: app.gate, log: server.log });
+  const unary = createUnaryCaller({ service: RelationService, impl: app.service, gate: app.gate, log: server.log });
+  grpcUnary = createGrpcUnaryPath(unary);
+  connectUnary = createConnectUnaryPath(unary);
   await server.register(relgraphApp, app);
   return server;
 }

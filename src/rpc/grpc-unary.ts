@@ -1,11 +1,12 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { create, fromBinary, toBinary, type DescMethod, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import { toBinaryFast } from "./binary.js";
+import type { ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { InvalidArgumentError } from "../domain/errors.js";
 import { encodeGrpcMessage } from "../transport/grpc-message.js";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-import { API_KEY_HEADER, type RequestGate } from "./interceptors.js";
+import { API_KEY_HEADER } from "./interceptors.js";
+import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
 
 /**
  * Offered every new HTTP/2 stream before Fastify sees it: true means the stream is served here,
@@ -13,44 +14,20 @@ import { API_KEY_HEADER, type RequestGate } from "./interceptors.js";
  */
 export type Http2StreamClaim = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
-/** Options of createGrpcUnaryPath. */
-export interface GrpcUnaryPathOptions {
-  service: DescService;
-  /** The same implementation connect-es serves: one async method per RPC, by its local name. */
-  impl: object;
-  gate: RequestGate;
-  log: ErrorLogger & { info(obj: object, msg?: string): void };
-}
-
-/** Largest request accepted; relgraph's requests are a few hundred bytes (50 identities at most). */
-const MAX_REQUEST_BYTES = 1 << 20;
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;
 const PROTO_CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
 const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc+proto" } as const;
 
 /**
- * The common case of gRPC, served straight off the HTTP/2 stream: a unary call with a binary,
- * uncompressed request. connect-es runs every gRPC call, unary ones too, through its streaming
- * pipeline of async iterables and an abort controller per call; profiles (`npm run bench -- --cpu-prof`)
- * put that at about 0.9 ms of CPU per call, seven times what the same call costs here. Every other
- * stream (gRPC-JSON, compressed requests, gRPC-Web, Connect, reflection, REST) is left to Fastify
- * and connect-es.
- *
- * The call goes through what the connect-es route applies (app.ts): the ApiKey gate, then the same
- * implementation, with every failure translated by toConnectError, so the codes, ErrorDetails and
- * grpc-message on the wire are the same on both paths (test/server/protocols.test.ts holds them to it).
+ * The common case of gRPC, served straight off the HTTP/2 stream (see unary-call.ts for why): a
+ * unary call with a binary, uncompressed request. Every other stream (gRPC-JSON, compressed
+ * requests, gRPC-Web, Connect, reflection, REST) is left to Fastify and connect-es.
  */
-export function createGrpcUnaryPath({ service, impl, gate, log }: GrpcUnaryPathOptions): Http2StreamClaim {
-  const methods = new Map<string, DescMethod>();
-  for (const method of service.methods) {
-    if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
-  }
-  const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
-
+export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
   return (stream, headers) => {
     const path = headers[":path"];
-    const method = path === undefined ? undefined : methods.get(path);
+    const method = caller.methodAt(path);
     const encoding = headers["grpc-encoding"];
     if (
       method === undefined ||
@@ -62,68 +39,22 @@ export function createGrpcUnaryPath({ service, impl, gate, log }: GrpcUnaryPathO
     }
     // A client that resets its stream must not crash the server; the reply is simply dropped.
     stream.on("error", () => {});
-    const started = performance.now();
-    const call = async () => {
-      const request = decodeRequest(method, await readBody(stream));
-      await gate.admit(headerValue(headers[API_KEY_HEADER]));
-      const reply = await implementation[method.localName]!(request);
-      return toBinary(method.output, create(method.output, reply));
-    };
-    void withTimeout(call(), headerValue(headers["grpc-timeout"])).then(
-      (bytes) => {
-        respondOk(stream, bytes);
-        log.info({ rpc: path, grpcStatus: 0, responseTime: performance.now() - started }, "request completed");
-      },
-      (err: unknown) => {
-        // A deadline the client set is the client's; everything else speaks the contract's codes.
-        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log);
-        respondError(stream, failure);
-        log.info({ rpc: path, grpcStatus: failure.code, responseTime: performance.now() - started }, "request completed");
-      },
-    );
+    const timeout = headerValue(headers["grpc-timeout"]);
+    caller
+      .call({
+        method,
+        path: path!,
+        apiKey: headerValue(headers[API_KEY_HEADER]),
+        timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+        timeoutHeader: "grpc-timeout",
+        readRequest: async () => decodeRequest(method, await readBody(stream)),
+      })
+      .then(
+        (reply) => respondOk(stream, toBinaryFast(method.output, reply)),
+        (error: ConnectError) => respondError(stream, error),
+      );
     return true;
   };
-}
-
-/** Thrown when the client's grpc-timeout elapses first; carries the error the client is sent. */
-class DeadlineExceeded extends Error {
-  readonly error = new ConnectError("the operation timed out", Code.DeadlineExceeded);
-}
-
-/** Races `work` against the client's grpc-timeout, as connect-es does; no header, no timer. */
-async function withTimeout<T>(work: Promise<T>, grpcTimeout: string | undefined): Promise<T> {
-  if (grpcTimeout === undefined) return work;
-  const { timeoutMs, error } = parseTimeout(grpcTimeout, Number.MAX_SAFE_INTEGER);
-  if (error) throw new InvalidArgumentError(`grpc-timeout "${grpcTimeout.slice(0, 16)}" is malformed`);
-  if (timeoutMs === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded()), timeoutMs);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The whole request body; rejects when the stream closes first or the body is too large. */
-function readBody(stream: ServerHttp2Stream): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_REQUEST_BYTES) {
-        reject(new InvalidArgumentError(`the request is larger than ${MAX_REQUEST_BYTES} bytes`));
-        stream.pause();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    stream.once("close", () => reject(new Error("the client closed the stream before sending its request")));
-  });
 }
 
 /** The one request message of a unary call: exactly one uncompressed envelope. */
@@ -163,8 +94,4 @@ function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
   });
   headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
   stream.respond(headers, { endStream: true });
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

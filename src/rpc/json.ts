@@ -2,7 +2,6 @@ import {
   create,
   ScalarType,
   toJson,
-  type DescField,
   type DescMessage,
   type JsonObject,
   type JsonValue,
@@ -10,6 +9,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import { isPlainMessage } from "./plain-message.js";
 
 /**
  * The JSON shape relgraph shows outside proto3 JSON (REST envelopes and encrypted plaintexts):
@@ -19,15 +19,14 @@ import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
  * defaults. Accepts a message or its init shape (absent fields take their defaults).
  *
  * It walks the descriptor once, writing plain values directly: the generic path (create, then
- * toJson, then a pass for nulls) cost about 8% of a REST request. Messages using field kinds this
- * walk does not handle (enums, maps, oneofs, 64-bit integers, bytes, floats, well-known types) take
- * the generic path, so new fields stay correct whatever their kind.
+ * toJson, then a pass for nulls) cost about 8% of a REST request. Messages that are not plain
+ * (plain-message.ts) take the generic path, so new fields stay correct whatever their kind.
  */
 export function toContractJson<Desc extends DescMessage>(
   schema: Desc,
   message: MessageShape<Desc> | MessageInitShape<Desc>,
 ): JsonObject {
-  if (!walkable(schema)) return withNulls(schema, toJson(schema, create(schema, message as MessageInitShape<Desc>), { alwaysEmitImplicit: true }) as JsonObject);
+  if (!isPlainMessage(schema)) return withNulls(schema, toJson(schema, create(schema, message as MessageInitShape<Desc>), { alwaysEmitImplicit: true }) as JsonObject);
   return walk(schema, message as Record<string, unknown>);
 }
 
@@ -55,44 +54,6 @@ function walk(schema: DescMessage, message: Fields): JsonObject {
     }
   }
   return out;
-}
-
-/** Scalar types whose proto3 JSON is the JavaScript value itself. */
-const PLAIN_SCALARS = new Set<ScalarType>([
-  ScalarType.STRING,
-  ScalarType.BOOL,
-  ScalarType.INT32,
-  ScalarType.UINT32,
-  ScalarType.SINT32,
-  ScalarType.FIXED32,
-  ScalarType.SFIXED32,
-]);
-
-const walkableCache = new WeakMap<DescMessage, boolean>();
-
-/** Whether every field of the message (and of the messages it contains) is of a kind walk() handles. */
-function walkable(schema: DescMessage, visiting = new Set<DescMessage>()): boolean {
-  const cached = walkableCache.get(schema);
-  if (cached !== undefined) return cached;
-  if (visiting.has(schema)) return true; // a recursive message is judged by its other fields
-  visiting.add(schema);
-  const ok =
-    !schema.typeName.startsWith("google.protobuf.") &&
-    schema.oneofs.length === 0 &&
-    schema.fields.every((field: DescField) => {
-      switch (field.fieldKind) {
-        case "scalar":
-          return PLAIN_SCALARS.has(field.scalar);
-        case "message":
-          return walkable(field.message, visiting);
-        case "list":
-          return field.listKind === "message" ? walkable(field.message, visiting) : field.listKind === "scalar" && PLAIN_SCALARS.has(field.scalar);
-        default:
-          return false;
-      }
-    });
-  walkableCache.set(schema, ok);
-  return ok;
 }
 
 /** The generic path's null pass: rebuilds the object in declaration order with unset singular messages as null. */

@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { Socket } from "node:net";
+import type { RequestClaim } from "../rpc/connect-unary.js";
 import type { Http2StreamClaim } from "../rpc/grpc-unary.js";
 import { specGrpcMessage } from "./grpc-message.js";
 
@@ -13,6 +14,8 @@ export interface OnePortServerOptions {
   closeGraceMs?: number;
   /** Offered each new HTTP/2 stream before the handler; a stream it claims never reaches the handler. */
   claimStream?: Http2StreamClaim;
+  /** Offered each HTTP/1.1 request and unclaimed HTTP/2 stream before the handler, likewise. */
+  claimRequest?: RequestClaim;
 }
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 compatibility requests. */
@@ -29,8 +32,12 @@ export type OnePortHandler = (req: http.IncomingMessage | http2.Http2ServerReque
  */
 export function createOnePortServer(handler: OnePortHandler, options: OnePortServerOptions = {}): http.Server {
   const closeGraceMs = options.closeGraceMs ?? 2_000;
-  const h1 = http.createServer(handler as http.RequestListener);
+  const claimRequest = options.claimRequest ?? (() => false);
+  const h1 = http.createServer((req, res) => {
+    if (!claimRequest(req, res)) handler(req, res);
+  });
   const h2 = http2.createServer({}, (req, res) => {
+    if (claimRequest(req, res)) return;
     specGrpcMessage(req, res);
     handler(req, res);
   });

@@ -2,7 +2,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
-import { compressionGzip, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -11,7 +11,9 @@ import {
   RelationService,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidApiKeyError } from "../../src/domain/errors.js";
+import { createConnectUnaryPath, type RequestClaim } from "../../src/rpc/connect-unary.js";
 import { createGrpcUnaryPath, type Http2StreamClaim } from "../../src/rpc/grpc-unary.js";
+import { createUnaryCaller } from "../../src/rpc/unary-call.js";
 import { createOnePortServer } from "../../src/transport/one-port.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
@@ -71,7 +73,7 @@ function errorOf(reply: RawReply): { status: string; code: string | undefined; m
   return { status, code, message: decodeURIComponent(String(reply.headers["grpc-message"] ?? "")) };
 }
 
-describe("the unary gRPC path, as relgraph serves it", () => {
+describe("the unary fast paths, as relgraph serves them", () => {
   let server: RunningRelgraph;
   const sessions: Http2SessionManager[] = [];
   const transport = (options: Omit<Parameters<typeof createGrpcTransport>[0], "baseUrl">): Transport => {
@@ -89,7 +91,7 @@ describe("the unary gRPC path, as relgraph serves it", () => {
     await server?.close();
   });
 
-  it("gives the same answer as connect-es, which still serves gRPC-JSON and compressed requests", async () => {
+  it("gives the same answer as connect-es, which still serves gRPC-JSON and compressed gRPC and Connect requests", async () => {
     const headers = { apikey: TEST_API_KEY };
     const binary = await createClient(RelationService, transport({})).mutualFriend(request, { headers });
     const json = await createClient(RelationService, transport({ useBinaryFormat: false })).mutualFriend(request, { headers });
@@ -97,6 +99,8 @@ describe("the unary gRPC path, as relgraph serves it", () => {
     expect(binary.data.map((u) => u.relationId?.relationId)).toEqual(["carol", "dave", "erin"]);
     expect(equals(MutualFriendResponseSchema, json, binary)).toBe(true);
     expect(equals(MutualFriendResponseSchema, gzip, binary)).toBe(true);
+    const connectGzip = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat: true, sendCompression: compressionGzip, compressMinBytes: 0 });
+    expect(equals(MutualFriendResponseSchema, await createClient(RelationService, connectGzip).mutualFriend(request, { headers }), binary)).toBe(true);
   });
 
   it("answers a raw unary call with one message, then grpc-status 0 in the trailers", async () => {
@@ -150,7 +154,7 @@ describe("createGrpcUnaryPath on its own", () => {
         return Promise.resolve({ data: [], cursor: `limit ${req.limit}` });
       },
     };
-    const path = createGrpcUnaryPath({
+    const caller = createUnaryCaller({
       service: RelationService,
       impl: stub,
       gate: {
@@ -160,12 +164,19 @@ describe("createGrpcUnaryPath on its own", () => {
       },
       log: { info() {}, warn() {}, error() {} },
     });
-    const claim: Http2StreamClaim = (stream, headers) => {
-      const taken = path(stream, headers);
-      if (taken) claimed.push(String(headers[":path"]));
+    const grpcPath = createGrpcUnaryPath(caller);
+    const connectPath = createConnectUnaryPath(caller);
+    const claimStream: Http2StreamClaim = (stream, headers) => {
+      const taken = grpcPath(stream, headers);
+      if (taken) claimed.push(`grpc ${String(headers[":path"])}`);
       return taken;
     };
-    h2 = createOnePortServer((_req, res) => res.writeHead(404).end("not claimed"), { claimStream: claim, closeGraceMs: 200 });
+    const claimRequest: RequestClaim = (req, res) => {
+      const taken = connectPath(req, res);
+      if (taken) claimed.push(`connect ${req.url}`);
+      return taken;
+    };
+    h2 = createOnePortServer((_req, res) => res.writeHead(404).end("not claimed"), { claimStream, claimRequest, closeGraceMs: 200 });
     await new Promise<void>((resolve) => h2.listen(0, "127.0.0.1", resolve));
     port = (h2.address() as AddressInfo).port;
     url = `http://127.0.0.1:${port}`;
@@ -182,7 +193,9 @@ describe("createGrpcUnaryPath on its own", () => {
       ["gRPC-JSON", MUTUAL_FRIEND_PATH, { "content-type": "application/grpc+json" }],
       ["gzip-compressed", MUTUAL_FRIEND_PATH, { "grpc-encoding": "gzip" }],
       ["gRPC-Web", MUTUAL_FRIEND_PATH, { "content-type": "application/grpc-web+proto" }],
-      ["Connect", MUTUAL_FRIEND_PATH, { "content-type": "application/proto" }],
+      ["Connect streaming", MUTUAL_FRIEND_PATH, { "content-type": "application/connect+proto" }],
+      ["Connect, gzip-compressed", MUTUAL_FRIEND_PATH, { "content-type": "application/proto", "content-encoding": "gzip" }],
+      ["Connect, another protocol version", MUTUAL_FRIEND_PATH, { "content-type": "application/proto", "connect-protocol-version": "2" }],
       ["an unknown method", `/${RelationService.typeName}/Nope`, {}],
       ["another service", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", {}],
     ];
@@ -195,7 +208,47 @@ describe("createGrpcUnaryPath on its own", () => {
     const reply = await rawPost(url, MUTUAL_FRIEND_PATH, body, { "content-type": "application/grpc", "grpc-encoding": "identity" });
     expect(reply.trailers["grpc-status"]).toBe("0");
     expect(fromBinary(MutualFriendResponseSchema, reply.body.subarray(5)).cursor).toBe("limit 5");
-    expect(claimed).toEqual([MUTUAL_FRIEND_PATH]);
+    expect(claimed).toEqual([`grpc ${MUTUAL_FRIEND_PATH}`]);
+    claimed.length = 0;
+    const get = await fetch(`${url}${MUTUAL_FRIEND_PATH}?connect=v1&encoding=json&message=%7B%7D`);
+    expect(await get.text()).toBe("not claimed");
+    expect(claimed).toEqual([]);
+  });
+
+  it("serves Connect unary POSTs, binary and JSON, over HTTP/1.1", async () => {
+    claimed.length = 0;
+    const binary = await fetch(url + MUTUAL_FRIEND_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "connect-protocol-version": "1", apikey: TEST_API_KEY },
+      body: toBinary(MutualFriendRequestSchema, create(MutualFriendRequestSchema, { limit: 4 })),
+    });
+    expect(binary.status).toBe(200);
+    expect(binary.headers.get("content-type")).toBe("application/proto");
+    expect(fromBinary(MutualFriendResponseSchema, new Uint8Array(await binary.arrayBuffer())).cursor).toBe("limit 4");
+    const json = await fetch(url + MUTUAL_FRIEND_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/json; charset=utf-8", apikey: TEST_API_KEY },
+      body: JSON.stringify({ limit: 6 }),
+    });
+    expect(json.headers.get("content-type")).toBe("application/json");
+    expect(await json.json()).toEqual({ cursor: "limit 6" });
+    expect(claimed).toEqual([`connect ${MUTUAL_FRIEND_PATH}`, `connect ${MUTUAL_FRIEND_PATH}`]);
+  });
+
+  it("answers Connect failures with connect-es's JSON error body, the mapped status and the contract code", async () => {
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      fetch(url + MUTUAL_FRIEND_PATH, { method: "POST", headers: { "content-type": "application/json", apikey: TEST_API_KEY, ...headers }, body });
+    const malformed = await post("{not json");
+    expect(malformed.status).toBe(400);
+    const error = (await malformed.json()) as { code: string; message: string; details: { type: string; value: string }[] };
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toMatch(/not a valid relgraph\.v1\.MutualFriendRequest message in JSON form/);
+    expect(error.details.map((d) => d.type)).toEqual(["relgraph.v1.ErrorDetail"]);
+    const unknownKey = await post("{}", { apikey: "nope" });
+    expect(unknownKey.status).toBe(401);
+    expect(((await unknownKey.json()) as { code: string }).code).toBe("unauthenticated");
+    const late = await post(JSON.stringify({ limit: 99 }), { "connect-timeout-ms": "50" });
+    expect(((await late.json()) as { code: string }).code).toBe("deadline_exceeded");
   });
 
   it("ends a call at the client's grpc-timeout with DEADLINE_EXCEEDED", async () => {

@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
+import { toBinaryFast } from "./binary.js";
+import type { ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import { InvalidArgumentError } from "../domain/errors.js";
+import { API_KEY_HEADER } from "./interceptors.js";
+import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
+
+/** Offered every request before Fastify sees it: true means it is served here, false leaves it to Fastify. */
+export type RequestClaim = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => boolean;
+
+/**
+ * The common case of the Connect protocol, served without connect-es's per-call machinery (see
+ * unary-call.ts for why): a unary POST with a binary or JSON message, uncompressed, over HTTP/1.1 or
+ * HTTP/2. Everything else (GET requests, compressed bodies, other protocol versions, streaming
+ * content types) is left to Fastify and connect-es. Success is the bare message; failure is
+ * connect-es's own JSON error body with the status it maps the code to.
+ */
+export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
+  return (req, res) => {
+    const method = req.method === "POST" ? caller.methodAt(req.url) : undefined;
+    const contentType = headerValue(req.headers["content-type"]) ?? "";
+    const encoding = headerValue(req.headers["content-encoding"]);
+    const version = headerValue(req.headers["connect-protocol-version"]);
+    if (
+      method === undefined ||
+      !contentTypeUnaryRegExp.test(contentType) ||
+      (encoding !== undefined && encoding !== "identity") ||
+      (version !== undefined && version !== "1")
+    ) {
+      return false;
+    }
+    const binary = contentType.toLowerCase() === "application/proto";
+    const timeout = headerValue(req.headers["connect-timeout-ms"]);
+    caller
+      .call({
+        method,
+        path: req.url!,
+        apiKey: headerValue(req.headers[API_KEY_HEADER]),
+        timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+        timeoutHeader: "connect-timeout-ms",
+        readRequest: async () => decodeRequest(method, await readBody(req), binary),
+      })
+      .then(
+        (reply) => respond(res, 200, binary ? "application/proto" : "application/json", binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, reply)),
+        (error: ConnectError) => respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {})),
+      );
+    return true;
+  };
+}
+
+function decodeRequest(method: DescMethod, body: Buffer, binary: boolean): unknown {
+  try {
+    return binary ? fromBinary(method.input, body) : fromJsonString(method.input, body.toString("utf8"));
+  } catch {
+    throw new InvalidArgumentError(`the request is not a valid ${method.input.typeName} message in ${binary ? "binary" : "JSON"} form`);
+  }
+}
+
+function respond(res: ServerResponse | Http2ServerResponse, status: number, contentType: string, body: Uint8Array | string): void {
+  // Both response kinds take the same calls; TypeScript cannot call a union of their overloads.
+  const response = res as ServerResponse;
+  response.writeHead(status, { "content-type": contentType });
+  response.end(body);
+}

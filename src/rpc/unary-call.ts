@@ -1,0 +1,129 @@
+import type { Http2ServerRequest } from "node:http2";
+import type { Readable } from "node:stream";
+import { create, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { InvalidArgumentError } from "../domain/errors.js";
+import { toConnectError, type ErrorLogger } from "./errors.js";
+import type { RequestGate } from "./interceptors.js";
+
+/*
+ * relgraph's fast paths for unary calls (grpc-unary.ts, connect-unary.ts) serve the common case of
+ * gRPC and Connect without connect-es's per-call machinery. connect-es runs every call, unary ones
+ * too, through a pipeline of async iterables with an abort controller per call: profiles
+ * (`npm run bench -- --cpu-prof`) put that at 0.3 to 0.9 ms of CPU per call, several times what
+ * the call itself costs. What the protocols share lives here: the same ApiKey gate and
+ * implementation the connect-es routes use (app.ts), the client's deadline, and one translation of
+ * every failure into the ConnectError the client sees, so codes and ErrorDetails are the same
+ * whichever path serves a call (test/server/protocols.test.ts holds every protocol to it).
+ */
+
+/** Options of createUnaryCaller. */
+export interface UnaryCallerOptions {
+  service: DescService;
+  /** The same implementation connect-es serves: one async method per RPC, by its local name. */
+  impl: object;
+  gate: RequestGate;
+  log: ErrorLogger & { info(obj: object, msg?: string): void };
+}
+
+/** One unary call as a protocol hands it over. */
+export interface UnaryInvocation {
+  method: DescMethod;
+  /** The request path, for the log. */
+  path: string;
+  apiKey: string | undefined;
+  /** The protocol's deadline header as connect-es parses it, and the header's name for errors. */
+  timeout: { timeoutMs?: number; error?: ConnectError };
+  timeoutHeader: string;
+  /** Reads and decodes the request message; throws InvalidArgumentError when it is malformed. */
+  readRequest(): Promise<unknown>;
+}
+
+/** Runs unary calls of one service. */
+export interface UnaryCaller {
+  /** The unary method served at `path` ("/package.Service/Method"), if any. */
+  methodAt(path: string | undefined): DescMethod | undefined;
+  /** The response message; rejects only with the ConnectError the client is to be sent. */
+  call(invocation: UnaryInvocation): Promise<MessageShape<DescMethod["output"]>>;
+}
+
+/** Creates the unary caller of `service`. */
+export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptions): UnaryCaller {
+  const methods = new Map<string, DescMethod>();
+  for (const method of service.methods) {
+    if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
+  }
+  const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
+
+  async function run({ method, apiKey, readRequest }: UnaryInvocation) {
+    const request = await readRequest();
+    await gate.admit(apiKey);
+    return create(method.output, await implementation[method.localName]!(request));
+  }
+
+  return {
+    methodAt: (path) => (path === undefined ? undefined : methods.get(path)),
+    async call(invocation) {
+      const started = performance.now();
+      let code: Code | 0 = 0;
+      try {
+        const { timeout, timeoutHeader } = invocation;
+        if (timeout.error) throw new InvalidArgumentError(`${timeoutHeader} is malformed`);
+        return await withDeadline(run(invocation), timeout.timeoutMs);
+      } catch (err) {
+        // A deadline the client set is the client's; every other failure speaks the contract's codes.
+        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log);
+        code = failure.code;
+        throw failure;
+      } finally {
+        log.info({ rpc: invocation.path, code, responseTime: performance.now() - started }, "request completed");
+      }
+    },
+  };
+}
+
+/** Thrown when the client's deadline passes first; carries the error the client is sent. */
+class DeadlineExceeded extends Error {
+  readonly error = new ConnectError("the operation timed out", Code.DeadlineExceeded);
+}
+
+/** Races `work` against the client's deadline; no deadline, no timer. */
+async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined): Promise<T> {
+  if (timeoutMs === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded()), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Largest request body the fast paths accept; relgraph's requests are a few hundred bytes (50 identities at most). */
+export const MAX_REQUEST_BYTES = 1 << 20;
+
+/** The whole body of a request stream; rejects when it closes first or grows past MAX_REQUEST_BYTES. */
+export function readBody(stream: Readable | Http2ServerRequest): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) {
+        reject(new InvalidArgumentError(`the request is larger than ${MAX_REQUEST_BYTES} bytes`));
+        stream.pause();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    stream.once("close", () => reject(new Error("the client closed the stream before sending its request")));
+  });
+}
+
+/** The first value of a header. */
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
