@@ -100,12 +100,18 @@ export class GraphQueries {
     return this.keysetPage(scope, members, page);
   }
 
-  /** Contracts every address interacted with, lowercase and ascending. */
+  /**
+   * Contracts every address interacted with, lowercase and ascending. An address that interacted
+   * with a contract is known, so only an empty answer needs the (costlier) check that every address
+   * exists: the common case takes one store call.
+   */
   async mutualContracts(addresses: readonly string[]): Promise<string[]> {
-    const known = await this.store.addressesKnown(addresses);
-    const unknown = addresses.find((_, i) => !known[i]);
-    if (unknown !== undefined) throw new UserNotFoundError(`address "${unknown}" is not known to relgraph`);
     const contracts = await this.store.contractIntersection(addresses);
+    if (contracts.length === 0) {
+      const known = await this.store.addressesKnown(addresses);
+      const unknown = addresses.find((_, i) => !known[i]);
+      if (unknown !== undefined) throw new UserNotFoundError(`address "${unknown}" is not known to relgraph`);
+    }
     return contracts.sort();
   }
 

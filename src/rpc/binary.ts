@@ -1,23 +1,33 @@
-import { ScalarType, toBinary, type DescField, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  isMessage,
+  ScalarType,
+  toBinary,
+  type DescField,
+  type DescMessage,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { isPlainMessage } from "./plain-message.js";
 
 /**
- * Binary Protobuf of a message: byte for byte what protobuf-es's toBinary writes, for plain messages
- * (plain-message.ts). toBinary builds every nested message in a writer of its own and copies it into
+ * Binary Protobuf of a message, or of its init shape (absent fields take their defaults): byte for
+ * byte what protobuf-es's toBinary writes of the message, for plain messages (plain-message.ts). toBinary builds every nested message in a writer of its own and copies it into
  * its parent, and each string through a temporary array; for a page of 20 users that took about
  * 250 µs, more than the rest of a gRPC call. Here one pass measures every nested message and string,
  * and a second writes everything into one buffer. Any other message, a value toBinary would refuse,
  * or unknown fields, take toBinary itself, so its output and its errors stay the reference.
  */
-export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): Uint8Array {
-  if (!isPlainMessage(schema)) return toBinary(schema, message);
+export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>): Uint8Array {
+  const generic = () => toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
+  if (!isPlainMessage(schema)) return generic();
   const plan: number[] = [];
   let size: number;
   try {
     size = measure(schema, message as Fields, plan);
   } catch (err) {
-    if (err === NOT_PLAIN) return toBinary(schema, message);
+    if (err === NOT_PLAIN) return generic();
     throw err;
   }
   const out = Buffer.allocUnsafe(size);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
 import { toBinaryFast } from "./binary.js";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
@@ -44,7 +44,7 @@ export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
         readRequest: async () => decodeRequest(method, await readBody(req), binary),
       })
       .then(
-        (reply) => respond(res, 200, binary ? "application/proto" : "application/json", binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, reply)),
+        (reply) => respond(res, 200, binary ? "application/proto" : "application/json", binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
         (error: ConnectError) => respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {})),
       );
     return true;

@@ -1,6 +1,6 @@
 import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
-import { create, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { InvalidArgumentError } from "../domain/errors.js";
 import { toConnectError, type ErrorLogger } from "./errors.js";
@@ -43,8 +43,8 @@ export interface UnaryInvocation {
 export interface UnaryCaller {
   /** The unary method served at `path` ("/package.Service/Method"), if any. */
   methodAt(path: string | undefined): DescMethod | undefined;
-  /** The response message; rejects only with the ConnectError the client is to be sent. */
-  call(invocation: UnaryInvocation): Promise<MessageShape<DescMethod["output"]>>;
+  /** The response, as the implementation built it; rejects only with the ConnectError the client is to be sent. */
+  call(invocation: UnaryInvocation): Promise<MessageInitShape<DescMethod["output"]>>;
 }
 
 /** Creates the unary caller of `service`. */
@@ -58,7 +58,7 @@ export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptio
   async function run({ method, apiKey, readRequest }: UnaryInvocation) {
     const request = await readRequest();
     await gate.admit(apiKey);
-    return create(method.output, await implementation[method.localName]!(request));
+    return implementation[method.localName]!(request);
   }
 
   return {
