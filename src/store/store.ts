@@ -23,7 +23,7 @@ export interface GraphReader {
   resolve(identities: readonly Identity[]): Promise<(UserId | null)[]>;
   /** Maps each relationId to its user, or null. */
   resolveRelationIds(relationIds: readonly string[]): Promise<(UserId | null)[]>;
-  /** Loads users by id, in the order asked; null for unknown ids. */
+  /** Loads users by id, in the order asked; null for unknown ids. Records may be shared between calls: never mutate them. */
   users(ids: readonly UserId[]): Promise<(UserRecord | null)[]>;
   /** The relationId of each id, in the order asked ("" for unknown ids). Cheaper than users(). */
   relationIds(ids: readonly UserId[]): Promise<string[]>;

@@ -85,4 +85,41 @@ describe("redis engine", () => {
       await store.close();
     }
   });
+
+  it("serves a reader's cached records only while no other process has written", async () => {
+    await flushAll(server.url);
+    const reader = await createRedisStore({ url: server.url });
+    const writer = await createRedisStore({ url: server.url });
+    const client = createClient({ url: server.url });
+    await client.connect();
+    const userReads = async () => {
+      const stats = await client.sendCommand<string>(["INFO", "commandstats"]);
+      return Number(/cmdstat_mget:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    };
+    const A = "0x" + "a".repeat(40);
+    try {
+      await writer.write(batch({ users: [user("ann", [A]), user("ben", [])] }));
+      const hydrate = async () => {
+        const [id] = await reader.resolve([{ kind: "address", value: A }]);
+        return (await reader.users([id as UserId]))[0];
+      };
+      expect((await hydrate())?.name).toBe("name of ann");
+      const before = await userReads();
+      expect((await hydrate())?.name).toBe("name of ann");
+      expect(await userReads()).toBe(before);
+      // Another process (relgraph ingest) rewrites the user: the reader's next query sees it.
+      await writer.write(batch({ users: [user("ann", [A], { name: "Ann, renamed" })] }));
+      const afterWrite = await userReads();
+      expect((await hydrate())?.name).toBe("Ann, renamed");
+      expect(await userReads()).toBe(afterWrite + 1);
+      // A flushed and reloaded database never looks like the version the reader holds.
+      await flushAll(server.url);
+      await writer.write(batch({ users: [user("ann", [A], { name: "Ann, reloaded" })] }));
+      expect((await hydrate())?.name).toBe("Ann, reloaded");
+    } finally {
+      await client.close();
+      await reader.close();
+      await writer.close();
+    }
+  });
 });

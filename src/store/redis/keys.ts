@@ -9,6 +9,13 @@ import type { AssetKind, IdentityKind, UserId, UserSetKind } from "../../domain/
  * Redis keeps them as compact intsets.
  */
 
+/**
+ * String: a fresh random token set by every completed write. Readers that cache records in process
+ * (user-cache.ts) compare it to tell whether what they hold is still current; a token rather than a
+ * counter, so that a flushed and reloaded database never repeats an old version.
+ */
+export const DATA_VERSION = "rg:data-version";
+
 /** INCR sequence that allocates UserIds (1, 2, …). */
 export const USER_ID_SEQUENCE = "rg:seq:user";
 

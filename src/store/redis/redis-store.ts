@@ -4,6 +4,7 @@ import type { ApiKeyRecord, GraphStore, IngestBatch, WriteProgress } from "../st
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
   API_KEY_IDS,
+  DATA_VERSION,
   apiKeyKey,
   assetAddressesKey,
   addressAssetsKey,
@@ -19,6 +20,7 @@ import {
   userSetKey,
 } from "./keys.js";
 import { readUsers, writeBatch } from "./redis-write.js";
+import { UserRecordCache } from "./user-cache.js";
 import { boundedSets, cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 
 export type { RedisStoreOptions } from "./connection.js";
@@ -40,6 +42,8 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
   // ids by relationId per call.
   const relationIdCache = new Map<UserId, string>();
   const toIds = (members: string[]) => members.map(Number);
+  const userCache = new UserRecordCache();
+  const readDataVersion = () => redis.send<string | null>(DATA_VERSION, ["GET", DATA_VERSION]);
 
   return {
     engine: redis.engine,
@@ -54,20 +58,24 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
     async resolve(identities: readonly Identity[]) {
       const kinds: IdentityKind[] = ["address", "social", "game"];
       const found = new Map<string, string | null>();
-      await Promise.all(
-        kinds.map(async (kind) => {
+      // Every query starts here, so the data version rides along in the same round trip.
+      const [version] = await Promise.all([
+        readDataVersion(),
+        ...kinds.map(async (kind) => {
           const values = [...new Set(identities.filter((i) => i.kind === kind).map((i) => i.value))];
           const ids = await hashGetMany(redis, identityIndexKey(kind), values);
           values.forEach((value, i) => found.set(`${kind}:${value}`, ids[i] ?? null));
         }),
-      );
+      ]);
+      userCache.noteVersion(version);
       return identities.map(({ kind, value }) => toId(found.get(`${kind}:${value}`)));
     },
     async resolveRelationIds(relationIds: readonly string[]) {
       return (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
     },
-    users(ids: readonly UserId[]) {
-      return readUsers(redis, ids);
+    async users(ids: readonly UserId[]) {
+      if (!userCache.trusted) userCache.noteVersion(await readDataVersion());
+      return userCache.get(ids, (missing) => readUsers(redis, missing));
     },
     async relationIds(ids: readonly UserId[]) {
       const missing = [...new Set(ids.filter((id) => !relationIdCache.has(id)))];

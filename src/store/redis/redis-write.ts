@@ -1,8 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import {
+  DATA_VERSION,
   addressAssetsKey,
   assetAddressesKey,
   assetHoldersKey,
@@ -122,6 +124,8 @@ export async function writeBatch(
   // Only now, with every new record in place, can users that lost addresses be trimmed to the
   // union of what their remaining addresses hold.
   for (const [userId, addresses] of plan.lostAddresses) await trimAssets(redis, userId, addresses);
+  // Last, once everything is in place: readers holding records of an older version drop them.
+  await redis.send(DATA_VERSION, ["SET", DATA_VERSION, randomUUID()]);
   onProgress?.({ written: total, total });
 }
 
