@@ -35,18 +35,23 @@ export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
     const binary = contentType.toLowerCase() === "application/proto";
     const timeout = headerValue(req.headers["connect-timeout-ms"]);
     caller
-      .call({
-        method,
-        path: req.url!,
-        apiKey: headerValue(req.headers[API_KEY_HEADER]),
-        timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
-        timeoutHeader: "connect-timeout-ms",
-        readRequest: async () => decodeRequest(method, await readBody(req), binary),
-      })
+      .call(
+        {
+          method,
+          path: req.url!,
+          apiKey: headerValue(req.headers[API_KEY_HEADER]),
+          timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+          timeoutHeader: "connect-timeout-ms",
+          readRequest: async () => decodeRequest(method, await readBody(req), binary),
+        },
+        (reply) => (binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
+      )
       .then(
-        (reply) => respond(res, 200, binary ? "application/proto" : "application/json", binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
+        (body) => respond(res, 200, binary ? "application/proto" : "application/json", body),
         (error: ConnectError) => respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {})),
-      );
+      )
+      // The connection can close before the answer is written; it then has nowhere to go.
+      .catch(() => req.destroy());
     return true;
   };
 }

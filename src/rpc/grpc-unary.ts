@@ -41,18 +41,23 @@ export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
     stream.on("error", () => {});
     const timeout = headerValue(headers["grpc-timeout"]);
     caller
-      .call({
-        method,
-        path: path!,
-        apiKey: headerValue(headers[API_KEY_HEADER]),
-        timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
-        timeoutHeader: "grpc-timeout",
-        readRequest: async () => decodeRequest(method, await readBody(stream)),
-      })
+      .call(
+        {
+          method,
+          path: path!,
+          apiKey: headerValue(headers[API_KEY_HEADER]),
+          timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+          timeoutHeader: "grpc-timeout",
+          readRequest: async () => decodeRequest(method, await readBody(stream)),
+        },
+        (reply) => toBinaryFast(method.output, reply),
+      )
       .then(
-        (reply) => respondOk(stream, toBinaryFast(method.output, reply)),
+        (message) => respondOk(stream, message),
         (error: ConnectError) => respondError(stream, error),
-      );
+      )
+      // The stream can close between the check and the write; the reply then has nowhere to go.
+      .catch(() => stream.destroy());
     return true;
   };
 }

@@ -43,8 +43,11 @@ export interface UnaryInvocation {
 export interface UnaryCaller {
   /** The unary method served at `path` ("/package.Service/Method"), if any. */
   methodAt(path: string | undefined): DescMethod | undefined;
-  /** The response, as the implementation built it; rejects only with the ConnectError the client is to be sent. */
-  call(invocation: UnaryInvocation): Promise<MessageInitShape<DescMethod["output"]>>;
+  /**
+   * The response, encoded by `encode`; rejects only with the ConnectError the client is to be sent,
+   * whatever failed: reading, the gate, the implementation, or encoding the reply.
+   */
+  call<T>(invocation: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T): Promise<T>;
 }
 
 /** Creates the unary caller of `service`. */
@@ -55,21 +58,21 @@ export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptio
   }
   const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
-  async function run({ method, apiKey, readRequest }: UnaryInvocation) {
+  async function run<T>({ method, apiKey, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
     const request = await readRequest();
     await gate.admit(apiKey);
-    return implementation[method.localName]!(request);
+    return encode(await implementation[method.localName]!(request));
   }
 
   return {
     methodAt: (path) => (path === undefined ? undefined : methods.get(path)),
-    async call(invocation) {
+    async call(invocation, encode) {
       const started = performance.now();
       let code: Code | 0 = 0;
       try {
         const { timeout, timeoutHeader } = invocation;
         if (timeout.error) throw new InvalidArgumentError(`${timeoutHeader} is malformed`);
-        return await withDeadline(run(invocation), timeout.timeoutMs);
+        return await withDeadline(run(invocation, encode), timeout.timeoutMs);
       } catch (err) {
         // A deadline the client set is the client's; every other failure speaks the contract's codes.
         const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log);

@@ -149,8 +149,11 @@ describe("createGrpcUnaryPath on its own", () => {
   beforeAll(async () => {
     const stub = {
       mutualFriend: (req: { limit: number }) => {
-        if (req.limit === 99) return new Promise<never>((resolve) => hanging.push(() => resolve(undefined as never)));
+        if (req.limit === 99) return new Promise((resolve) => hanging.push(() => resolve({ data: [], cursor: "released" })));
         if (req.limit === 98) throw new Error("redis://secret-host:6379 is down");
+        // Replies that cannot be encoded (in binary; in JSON) must fail the call, not the process.
+        if (req.limit === 97) return Promise.resolve(undefined as never);
+        if (req.limit === 96) return Promise.resolve({ data: [{ address: [42] }] } as never);
         return Promise.resolve({ data: [], cursor: `limit ${req.limit}` });
       },
     };
@@ -259,17 +262,26 @@ describe("createGrpcUnaryPath on its own", () => {
     expect(errorOf(malformed)).toMatchObject({ status: String(grpc.status.INVALID_ARGUMENT), code: "11600" });
   });
 
-  it("reports an unexpected failure as 50000 without its text", async () => {
+  it("reports an unexpected failure, or a reply that cannot be encoded, as 50000 without its text", async () => {
     const client = createRelationGrpcClient(`127.0.0.1:${port}`);
     try {
-      const error = await client.call(RelationService.method.mutualFriend, create(MutualFriendRequestSchema, { limit: 98 })).then(
-        () => expect.unreachable("the failing call succeeded"),
-        (err: grpc.ServiceError) => err,
-      );
-      expect(error.code).toBe(grpc.status.INTERNAL);
-      expect(errorDetailsOf(error).details.map((d) => d.code)).toEqual(["50000"]);
-      expect(error.details).toBe("internal error");
-      expect(JSON.stringify(error.metadata.toJSON())).not.toContain("secret-host");
+      for (const limit of [98, 97]) {
+        const error = await client.call(RelationService.method.mutualFriend, create(MutualFriendRequestSchema, { limit })).then(
+          () => expect.unreachable("the failing call succeeded"),
+          (err: grpc.ServiceError) => err,
+        );
+        expect(error.code).toBe(grpc.status.INTERNAL);
+        expect(errorDetailsOf(error).details.map((d) => d.code)).toEqual(["50000"]);
+        expect(error.details).toBe("internal error");
+        expect(JSON.stringify(error.metadata.toJSON())).not.toContain("secret-host");
+      }
+      const connect = await fetch(url + MUTUAL_FRIEND_PATH, {
+        method: "POST",
+        headers: { "content-type": "application/json", apikey: TEST_API_KEY },
+        body: JSON.stringify({ limit: 96 }),
+      });
+      expect(connect.status).toBe(500);
+      expect(((await connect.json()) as { message: string }).message).toBe("internal error");
     } finally {
       client.close();
     }
