@@ -140,7 +140,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     },
     peer: peer ? { port: peerPort, pid: peer.pid } : null,
     grpc: createGrpcClient(relgraphPort, apiKey),
-    connect: createConnectClient(relgraphPort, apiKey),
+    connectNode: createConnectClient(relgraphPort, apiKey),
   };
 
   const header = headerLines(options, dataset, redisVersion, heapFlags, cores);
@@ -152,7 +152,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     ops.push(await measureOp(plan, options.via, targets, log));
   }
   targets.grpc.close();
-  targets.connect.close();
+  targets.connectNode.close();
   const relgraphExit = relgraph.exited();
   // A clean stop is what makes node --cpu-prof write its profile.
   await relgraph.stop();

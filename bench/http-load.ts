@@ -2,11 +2,23 @@ import autocannon from "autocannon";
 import { createHttpPacerClient } from "./http-pacer.js";
 import { openLoop, type LoadResult } from "./load.js";
 
-/** What an HTTP measurement sends: GET paths, cycled, with the same headers. */
+/** One HTTP request of a measurement: a REST GET, or a POST such as a Connect unary call. */
+export interface HttpRequest {
+  method: "GET" | "POST";
+  path: string;
+  body?: Buffer;
+}
+
+/** What an HTTP measurement sends: requests, cycled, with the same headers. */
 export interface HttpTarget {
   baseUrl: string;
-  paths: readonly string[];
+  requests: readonly HttpRequest[];
   headers: Record<string, string>;
+}
+
+/** GET requests of the given paths. */
+export function gets(paths: readonly string[]): HttpRequest[] {
+  return paths.map((path) => ({ method: "GET", path }));
 }
 
 /** Saturation with autocannon: `connections` keep-alive connections, each sending as soon as it has its answer. */
@@ -14,7 +26,7 @@ export async function httpSaturate(target: HttpTarget, connections: number, seco
   const result = await autocannon({
     url: target.baseUrl,
     headers: target.headers,
-    requests: target.paths.map((path) => ({ method: "GET", path })),
+    requests: target.requests.map(({ method, path, body }) => ({ method, path, body })),
     timeout: 30,
     connections,
     duration: seconds,
@@ -42,7 +54,7 @@ export async function httpSaturate(target: HttpTarget, connections: number, seco
 export async function httpAtRate(target: HttpTarget, connections: number, seconds: number, rate: number): Promise<LoadResult> {
   const client = createHttpPacerClient(target.baseUrl, target.headers, connections);
   try {
-    return await openLoop((i) => client.get(target.paths[i % target.paths.length]!), rate, seconds);
+    return await openLoop((i) => client.send(target.requests[i % target.requests.length]!), rate, seconds);
   } finally {
     client.close();
   }

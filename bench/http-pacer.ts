@@ -1,17 +1,19 @@
 import net from "node:net";
+import type { HttpRequest } from "./http-load.js";
 
 /*
  * A minimal HTTP/1.1 keep-alive client for the paced open loop. node:http costs the load generator
  * tens of microseconds per request, which at the peer's rates would make the client the bottleneck
  * and its queueing the measured latency. This one writes prebuilt request bytes and reads only the
  * status line and Content-Length (or the end of a chunked body): a few microseconds per request.
+ * Requests are encoded once and reused, bodies included (Connect unary POSTs).
  * One request per connection at a time; requests beyond the pool wait in a FIFO.
  */
 
-/** GETs over a bounded pool of keep-alive connections. */
+/** Requests over a bounded pool of keep-alive connections. */
 export interface HttpPacerClient {
   /** Resolves on a 200 answer, rejects on any other status or a connection failure. */
-  get(path: string): Promise<void>;
+  send(request: HttpRequest): Promise<void>;
   close(): void;
 }
 
@@ -30,7 +32,9 @@ export function createHttpPacerClient(baseUrl: string, headers: Record<string, s
   const head = Object.entries({ Host: `${hostname}:${port}`, ...headers })
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join("");
-  const requests = new Map<string, Buffer>();
+  const encoded = new WeakMap<HttpRequest, Buffer>();
+  const encode = ({ method, path, body }: HttpRequest) =>
+    Buffer.concat([Buffer.from(`${method} ${path} HTTP/1.1\r\n${head}${body ? `Content-Length: ${body.length}\r\n` : ""}\r\n`, "latin1"), body ?? Buffer.alloc(0)]);
   const idle: Connection[] = [];
   const queue: Pending[] = [];
   const all = new Set<Connection>();
@@ -101,12 +105,15 @@ export function createHttpPacerClient(baseUrl: string, headers: Record<string, s
   };
 
   return {
-    get(path) {
-      let request = requests.get(path);
-      if (!request) requests.set(path, (request = Buffer.from(`GET ${path} HTTP/1.1\r\n${head}\r\n`, "latin1")));
-      const bytes = request;
+    send(request) {
+      let bytes = encoded.get(request);
+      if (!bytes) {
+        bytes = encode(request);
+        encoded.set(request, bytes);
+      }
+      const message = bytes;
       return new Promise<void>((resolve, reject) => {
-        queue.push({ request: bytes, resolve, reject });
+        queue.push({ request: message, resolve, reject });
         dispatch();
       });
     },

@@ -1,10 +1,10 @@
-import { httpAtRate, httpSaturate, type HttpTarget } from "./http-load.js";
+import { gets, httpAtRate, httpSaturate, type HttpTarget } from "./http-load.js";
 import { closedLoop, openLoop, type LoadResult } from "./load.js";
 import type { Via } from "./options.js";
 import type { OpPlan } from "./ops.js";
 import { cpuSeconds, machineBusySeconds } from "./processes.js";
 import { redisBenchmark } from "./redis-benchmark.js";
-import type { RpcClient } from "./rpc-clients.js";
+import { CONNECT_POST_HEADERS, connectPosts, probeConnectPost, type RpcClient } from "./rpc-clients.js";
 
 /** Where everything runs, for one bench run. */
 export interface BenchTargets {
@@ -21,7 +21,8 @@ export interface BenchTargets {
   };
   peer: { port: number; pid: number } | null;
   grpc: RpcClient;
-  connect: RpcClient;
+  /** @connectrpc/connect-node's client, for the connect-node path. */
+  connectNode: RpcClient;
 }
 
 /** One measured row: one operation over one path. */
@@ -66,13 +67,13 @@ export interface OpResult {
   rows: Row[];
 }
 
-/** Measures one operation over each requested path, in the order redis, peer, rest, grpc, connect. */
+/** Measures one operation over each requested path, in the order redis, peer, rest, grpc, connect, connect-node. */
 export async function measureOp(plan: OpPlan, vias: readonly Via[], targets: BenchTargets, log: (line: string) => void): Promise<OpResult> {
   const result: OpResult = { id: plan.id, title: plan.title, sample: plan.sample, meanItems: null, problems: [], rows: [] };
   const concurrency = plan.concurrency ?? targets.connections;
   const relgraphHttp: HttpTarget = {
     baseUrl: `http://127.0.0.1:${targets.relgraph.port}`,
-    paths: plan.paths,
+    requests: gets(plan.paths),
     headers: { ApiKey: targets.relgraph.apiKey },
   };
   try {
@@ -130,7 +131,7 @@ async function measureVia(
       if (!plan.redisCommands || !targets.peer) return null;
       const peer: HttpTarget = {
         baseUrl: `http://127.0.0.1:${targets.peer.port}`,
-        paths: plan.redisCommands.map((command) => `/sinter?keys=${command.slice(1).join(",")}`),
+        requests: gets(plan.redisCommands.map((command) => `/sinter?keys=${command.slice(1).join(",")}`)),
         headers: {},
       };
       await checkPeer(peer, problems);
@@ -144,9 +145,23 @@ async function measureVia(
         saturate: (s) => httpSaturate(relgraphHttp, concurrency, s),
         atRate: (rate, s) => httpAtRate(relgraphHttp, concurrency, s, rate),
       });
-    case "grpc":
     case "connect": {
-      const client = via === "grpc" ? targets.grpc : targets.connect;
+      const connect: HttpTarget = {
+        baseUrl: relgraphHttp.baseUrl,
+        requests: connectPosts(plan.rpc.name, plan.rpc.requests),
+        headers: { ...CONNECT_POST_HEADERS, ApiKey: targets.relgraph.apiKey },
+      };
+      const items = await probeConnectPost(connect.baseUrl, targets.relgraph.apiKey, plan.rpc.name, connect.requests[0]!);
+      const expected = plan.expected?.[0];
+      if (expected !== undefined && items !== expected) problems.push(`connect: first answer has ${items} items, expected ${expected}`);
+      return loadRow(via, concurrency, targets, targets.relgraph.pid, {
+        saturate: (s) => httpSaturate(connect, concurrency, s),
+        atRate: (rate, s) => httpAtRate(connect, concurrency, s, rate),
+      });
+    }
+    case "grpc":
+    case "connect-node": {
+      const client = via === "grpc" ? targets.grpc : targets.connectNode;
       await checkRpc(plan, via, client, problems);
       const call = client.caller(plan.rpc.name, plan.rpc.requests);
       return loadRow(via, concurrency, targets, targets.relgraph.pid, {
@@ -234,7 +249,7 @@ async function checkRest(plan: OpPlan, target: HttpTarget, problems: string[]): 
 }
 
 async function checkPeer(target: HttpTarget, problems: string[]): Promise<void> {
-  const response = await fetch(target.baseUrl + target.paths[0]!);
+  const response = await fetch(target.baseUrl + target.requests[0]!.path);
   const body = (await response.json()) as { data?: unknown[] };
   if (response.status !== 200 || !Array.isArray(body.data)) problems.push(`peer: unexpected answer ${response.status}`);
 }

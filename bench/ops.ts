@@ -43,8 +43,8 @@ const MUTUAL_FRIEND_BANDS: Record<"mf-mm" | "mf-pp" | "mf-mh" | "mf-hh", { band:
   "mf-hh": { band: "hub-hub", title: "Mutual friend, hub × hub" },
 };
 
-const ALL_VIAS: readonly Via[] = ["redis", "peer", "rest", "grpc", "connect"];
-const RELGRAPH_VIAS: readonly Via[] = ["rest", "grpc", "connect"];
+const ALL_VIAS: readonly Via[] = ["redis", "peer", "rest", "grpc", "connect", "connect-node"];
+const RELGRAPH_VIAS: readonly Via[] = ["rest", "grpc", "connect", "connect-node"];
 
 /** Builds the plan of one operation from the sampled dataset. */
 export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext): OpPlan {

@@ -5,8 +5,13 @@ export const OPS = ["mf-mm", "mf-pp", "mf-mh", "mf-hh", "mci", "rec", "profile",
 /** One measured operation. */
 export type OpId = (typeof OPS)[number];
 
-/** How an operation is reached: the physical limit, the simplest peer, then relgraph's three protocols. */
-export const VIAS = ["redis", "peer", "rest", "grpc", "connect"] as const;
+/**
+ * How an operation is reached: the physical limit, the simplest peer, then relgraph's protocols.
+ * `connect` is the Connect protocol's unary POST (binary, HTTP/1.1) sent by autocannon, the same load
+ * generator as `rest`, so that e/c compares what relgraph spends; `connect-node` is the same call
+ * through @connectrpc/connect-node's client over HTTP/2, whose own CPU shows in the bench column.
+ */
+export const VIAS = ["redis", "peer", "rest", "grpc", "connect", "connect-node"] as const;
 /** One way of reaching an operation. */
 export type Via = (typeof VIAS)[number];
 
@@ -46,7 +51,8 @@ export const HELP = `Usage: npm run bench -- [options]
 
 Generates a seeded graph, loads it with \`relgraph ingest\` into a private redis-server, starts
 relgraph (\`relgraph serve\`) and a minimal Fastify + node-redis peer as separate processes, and
-measures every operation over redis-benchmark, the peer, REST, gRPC and Connect. Prints a table
+measures every operation over redis-benchmark, the peer, REST (autocannon), gRPC (@grpc/grpc-js),
+Connect (unary POSTs from autocannon) and Connect through @connectrpc/connect-node. Prints a table
 and writes JSON to bench/results/<size>-<timestamp>.json. Stops every process it started.
 
 Options:

@@ -20,18 +20,26 @@ export interface TargetCheck {
   pass: boolean | null;
 }
 
-/** The ratios the issue asks for, per operation: c/a, c/b, d/c, e/c. */
+/** The ratios the issue asks for, per operation: c/a, c/b, d/c, e/c, and the same by server CPU. */
 export interface Ratios {
   restOverRedis: number | null;
   restOverPeer: number | null;
   grpcOverRest: number | null;
   connectOverRest: number | null;
+  /** @connectrpc/connect-node's client over REST, by req/s: bounded by that client's own CPU. */
+  connectNodeOverRest: number | null;
+  /**
+   * d/c and e/c by relgraph's CPU per request (REST's µs over the protocol's): what one core of
+   * relgraph would serve, whatever the load generator costs on the shared cores.
+   */
+  grpcOverRestByCpu: number | null;
+  connectOverRestByCpu: number | null;
 }
 
 /** Said in every report: the figures are relative, measured on one small machine. */
 export function sharedCoresNote(cores: number): string {
   return (
-    `The load generator (this process: autocannon, the HTTP pacer, the gRPC and Connect clients; redis-benchmark as its own process) ` +
+    `The load generator (this process: autocannon, the HTTP pacer, the grpc-js and connect-node clients; redis-benchmark as its own process) ` +
     `shares the ${cores} cores with relgraph and Redis, so absolute figures are lower bounds and the ratios are the robust part.`
   );
 }
@@ -49,12 +57,16 @@ export function rowOf(ops: readonly OpResult[], op: OpId, via: Via): Row | undef
 /** c/a, c/b, d/c, e/c of one operation, by req/s at saturation. */
 export function ratiosOf(op: OpResult): Ratios {
   const rps = (via: Via) => op.rows.find((r) => r.via === via)?.rps ?? null;
+  const cpu = (via: Via) => op.rows.find((r) => r.via === via)?.serverCpuUs ?? null;
   const over = (x: number | null, y: number | null) => (x !== null && y !== null && y > 0 ? x / y : null);
   return {
     restOverRedis: over(rps("rest"), rps("redis")),
     restOverPeer: over(rps("rest"), rps("peer")),
     grpcOverRest: over(rps("grpc"), rps("rest")),
     connectOverRest: over(rps("connect"), rps("rest")),
+    connectNodeOverRest: over(rps("connect-node"), rps("rest")),
+    grpcOverRestByCpu: over(cpu("rest"), cpu("grpc")),
+    connectOverRestByCpu: over(cpu("rest"), cpu("connect")),
   };
 }
 
@@ -124,12 +136,27 @@ export function renderReport(input: {
   lines.push("srv = the serving process (relgraph, or the peer), all threads; bench = this load generator; other cores = CPU used meanwhile");
   lines.push(`by every other process on the machine (/proc/stat), "!" above ${NOISY_CORES}: that row ran on a busy machine.`, "");
 
-  const ratioTable: string[][] = [["operation", "c/a rest/redis", "c/b rest/peer", `d/c grpc/rest (≥ ${D_OVER_C})`, `e/c connect/rest (≥ ${E_OVER_C})`]];
+  const ratioTable: string[][] = [
+    ["operation", "c/a rest/redis", "c/b rest/peer", `d/c grpc/rest (≥ ${D_OVER_C})`, `e/c connect/rest (≥ ${E_OVER_C})`, "connect-node/rest", "d/c by CPU", "e/c by CPU"],
+  ];
   for (const op of input.ops) {
     const r = ratiosOf(op);
-    ratioTable.push([op.id, ratio(r.restOverRedis), ratio(r.restOverPeer), ratio(r.grpcOverRest, D_OVER_C), ratio(r.connectOverRest, E_OVER_C)]);
+    ratioTable.push([
+      op.id,
+      ratio(r.restOverRedis),
+      ratio(r.restOverPeer),
+      ratio(r.grpcOverRest, D_OVER_C),
+      ratio(r.connectOverRest, E_OVER_C),
+      ratio(r.connectNodeOverRest),
+      ratio(r.grpcOverRestByCpu),
+      ratio(r.connectOverRestByCpu),
+    ]);
   }
   lines.push(...renderTable(ratioTable), "");
+  lines.push("Ratios by req/s at saturation; \"by CPU\" = relgraph's CPU µs per REST request over its µs per gRPC (Connect) request, i.e.");
+  lines.push("what one core of relgraph serves over each protocol, independent of what each load generator costs on the shared cores.");
+  lines.push("connect = Connect unary POSTs (binary, HTTP/1.1) from autocannon, REST's own load generator; connect-node = the same RPCs");
+  lines.push("through @connectrpc/connect-node's client over HTTP/2, whose CPU per call (bench column) bounds its req/s here.", "");
 
   for (const op of input.ops) {
     lines.push(`${op.id}: ${op.title}. ${op.sample}.${op.meanItems === null ? "" : ` Mean items per answer: ${op.meanItems.toFixed(1)}.`}`);
