@@ -1,11 +1,11 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { relgraphApp, type AppOptions } from "./app.js";
-import { createConnectUnaryPath, type RequestClaim } from "./rpc/connect-unary.js";
-import { createGrpcUnaryPath, type Http2StreamClaim } from "./rpc/grpc-unary.js";
+import { createConnectUnaryPath } from "./rpc/connect-unary.js";
+import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
 import { createUnaryCaller } from "./rpc/unary-call.js";
-import { createOnePortServer, type OnePortHandler } from "./transport/one-port.js";
+import { createOnePortServer, type Http2StreamClaim, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
 
 /** Options of createServer. */
 export interface ServerOptions {

@@ -1,15 +1,13 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
 import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
 import { toBinaryFast } from "./binary.js";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { InvalidArgumentError } from "../domain/errors.js";
+import type { RequestClaim } from "../transport/one-port.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
-
-/** Offered every request before Fastify sees it: true means it is served here, false leaves it to Fastify. */
-export type RequestClaim = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => boolean;
 
 /**
  * The common case of the Connect protocol, served without connect-es's per-call machinery (see

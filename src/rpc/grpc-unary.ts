@@ -1,18 +1,13 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { toBinaryFast } from "./binary.js";
 import type { ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { InvalidArgumentError } from "../domain/errors.js";
 import { encodeGrpcMessage } from "../transport/grpc-message.js";
+import type { Http2StreamClaim } from "../transport/one-port.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
-
-/**
- * Offered every new HTTP/2 stream before Fastify sees it: true means the stream is served here,
- * false leaves it untouched for Fastify (and so for connect-es).
- */
-export type Http2StreamClaim = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;

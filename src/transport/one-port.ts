@@ -1,8 +1,6 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { Socket } from "node:net";
-import type { RequestClaim } from "../rpc/connect-unary.js";
-import type { Http2StreamClaim } from "../rpc/grpc-unary.js";
 import { specGrpcMessage } from "./grpc-message.js";
 
 /** The client connection preface that starts every HTTP/2 prior-knowledge (h2c) connection. */
@@ -17,6 +15,18 @@ export interface OnePortServerOptions {
   /** Offered each HTTP/1.1 request and unclaimed HTTP/2 stream before the handler, likewise. */
   claimRequest?: RequestClaim;
 }
+
+/**
+ * Offered every new HTTP/2 stream before the handler sees it: true means the stream is served by the
+ * claimant, false leaves it untouched for the handler.
+ */
+export type Http2StreamClaim = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
+
+/** Offered every HTTP/1.1 request and unclaimed HTTP/2 request before the handler, likewise. */
+export type RequestClaim = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => boolean;
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 compatibility requests. */
 export type OnePortHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;

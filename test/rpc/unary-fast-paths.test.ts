@@ -11,10 +11,10 @@ import {
   RelationService,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidApiKeyError } from "../../src/domain/errors.js";
-import { createConnectUnaryPath, type RequestClaim } from "../../src/rpc/connect-unary.js";
-import { createGrpcUnaryPath, type Http2StreamClaim } from "../../src/rpc/grpc-unary.js";
+import { createConnectUnaryPath } from "../../src/rpc/connect-unary.js";
+import { createGrpcUnaryPath } from "../../src/rpc/grpc-unary.js";
 import { createUnaryCaller } from "../../src/rpc/unary-call.js";
-import { createOnePortServer } from "../../src/transport/one-port.js";
+import { createOnePortServer, type Http2StreamClaim, type RequestClaim } from "../../src/transport/one-port.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { createRelationGrpcClient, errorDetailsOf } from "../server/grpc-client.js";

@@ -112,6 +112,11 @@ describe("redis engine", () => {
       const afterWrite = await userReads();
       expect((await hydrate())?.name).toBe("Ann, renamed");
       expect(await userReads()).toBe(afterWrite + 1);
+      // A write that fails halfway (a friend no load defines) still makes readers drop what they hold.
+      const beforeFailure = await userReads();
+      await expect(writer.write(batch({ friends: [{ a: "ann", b: "nobody", description: "" }] }))).rejects.toThrow(/nobody/);
+      expect((await hydrate())?.name).toBe("Ann, renamed");
+      expect(await userReads()).toBe(beforeFailure + 1);
       // A flushed and reloaded database never looks like the version the reader holds.
       await flushAll(server.url);
       await writer.write(batch({ users: [user("ann", [A], { name: "Ann, reloaded" })] }));

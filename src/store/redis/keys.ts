@@ -10,7 +10,8 @@ import type { AssetKind, IdentityKind, UserId, UserSetKind } from "../../domain/
  */
 
 /**
- * String: a fresh random token set by every completed write. Readers that cache records in process
+ * String: a fresh random token set by every write when it starts and again when it is complete
+ * (so a write that fails halfway still counts). Readers that cache records in process
  * (user-cache.ts) compare it to tell whether what they hold is still current; a token rather than a
  * counter, so that a flushed and reloaded database never repeats an old version.
  */

@@ -41,6 +41,8 @@ export async function writeBatch(
   onProgress?: (progress: WriteProgress) => void,
 ): Promise<void> {
   const total = recordCount(batch);
+  // First of all: readers drop what they cached before this write, even if it fails halfway.
+  await newDataVersion(redis);
   // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
   const users = new Map(batch.users.map((user) => [user.relationId, user]));
   const idOf = await resolveOrAllocate(redis, batch, users);
@@ -124,8 +126,8 @@ export async function writeBatch(
   // Only now, with every new record in place, can users that lost addresses be trimmed to the
   // union of what their remaining addresses hold.
   for (const [userId, addresses] of plan.lostAddresses) await trimAssets(redis, userId, addresses);
-  // Last, once everything is in place: readers holding records of an older version drop them.
-  await redis.send(DATA_VERSION, ["SET", DATA_VERSION, randomUUID()]);
+  // Again once everything is in place: readers drop what they cached while the write went on.
+  await newDataVersion(redis);
   onProgress?.({ written: total, total });
 }
 
@@ -258,6 +260,11 @@ async function readStoredAssets(redis: RedisConnection, addresses: string[]): Pr
     }),
   );
   return stored;
+}
+
+/** Sets a fresh data version (keys.ts, DATA_VERSION): records cached by readers are stale from now on. */
+function newDataVersion(redis: RedisConnection): Promise<unknown> {
+  return redis.send(DATA_VERSION, ["SET", DATA_VERSION, randomUUID()]);
 }
 
 /** Loads user records by id (null for unknown), in one round trip. */

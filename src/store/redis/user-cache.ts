@@ -11,8 +11,8 @@ export interface UserRecordCacheOptions {
 }
 
 /**
- * User records kept in process for one data version. Every completed write sets the data version
- * (keys.ts, DATA_VERSION) to a fresh token, and the engine reads it in the same round trip as the
+ * User records kept in process for one data version. Every write sets the data version (keys.ts,
+ * DATA_VERSION) to a fresh token as it starts and once it is complete, and the engine reads it in the same round trip as the
  * identity lookup that starts every query, so a query sees records at least as new as its own
  * start, exactly as without the cache, while hydrating a page costs no round trip and no JSON
  * parsing (about a fifth of a REST mutual-friend request). Unknown ids are never cached.
