@@ -13,11 +13,13 @@ import { isPlainMessage } from "./plain-message.js";
 
 /**
  * Binary Protobuf of a message, or of its init shape (absent fields take their defaults): byte for
- * byte what protobuf-es's toBinary writes of the message, for plain messages (plain-message.ts). toBinary builds every nested message in a writer of its own and copies it into
- * its parent, and each string through a temporary array; for a page of 20 users that took about
- * 210 µs, more than the rest of a gRPC call, against about 35 µs here. Here one pass measures every nested message and string,
- * and a second writes everything into one buffer. Any other message, a value toBinary would refuse,
- * or unknown fields, take toBinary itself, so its output and its errors stay the reference.
+ * byte what protobuf-es's toBinary writes of the message, for plain messages (plain-message.ts).
+ *
+ * toBinary builds every nested message in a writer of its own and copies it into its parent, and
+ * each string through a temporary array: a page of 20 users took about 210 µs, more than the rest of
+ * a gRPC call. Here one pass measures every nested message and string and a second writes everything
+ * into one buffer, in about 35 µs. Any other message, a value toBinary would refuse, or unknown
+ * fields take toBinary itself, so its output and its errors stay the reference.
  */
 export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>): Uint8Array {
   const generic = () => toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
