@@ -1,11 +1,11 @@
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
-import { toBinaryFast } from "./binary.js";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { InvalidArgumentError } from "../domain/errors.js";
 import type { RequestClaim } from "../transport/one-port.js";
+import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
 

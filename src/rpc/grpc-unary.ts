@@ -1,11 +1,11 @@
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
-import { toBinaryFast } from "./binary.js";
 import type { ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { InvalidArgumentError } from "../domain/errors.js";
 import { encodeGrpcMessage } from "../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../transport/one-port.js";
+import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
 
