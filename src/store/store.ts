@@ -6,7 +6,8 @@ import type { AssetKind, Identity, Release, UserId, UserRecord, UserSetKind } fr
  * passes the same acceptance suite (test/store/store-acceptance.ts).
  *
  * Reads speak in internal UserIds; identities are resolved once, at the edge of each query.
- * Set-returning methods return members in no particular order: ordering is the domain's job.
+ * Set-returning methods return members in no particular order: ordering is the domain's job. What
+ * any method returns may be shared with later calls (engines cache), so callers never mutate it.
  */
 export interface GraphStore extends GraphReader, GraphWriter, ApiKeyStore, PagingStateStore {
   /** The engine's registered name, e.g. "memory", "redis", "redis-cluster". */
@@ -23,7 +24,7 @@ export interface GraphReader {
   resolve(identities: readonly Identity[]): Promise<(UserId | null)[]>;
   /** Maps each relationId to its user, or null. */
   resolveRelationIds(relationIds: readonly string[]): Promise<(UserId | null)[]>;
-  /** Loads users by id, in the order asked; null for unknown ids. Records may be shared between calls: never mutate them. */
+  /** Loads users by id, in the order asked; null for unknown ids. */
   users(ids: readonly UserId[]): Promise<(UserRecord | null)[]>;
   /** The relationId of each id, in the order asked ("" for unknown ids). Cheaper than users(). */
   relationIds(ids: readonly UserId[]): Promise<string[]>;

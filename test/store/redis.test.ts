@@ -127,4 +127,46 @@ describe("redis engine", () => {
       await writer.close();
     }
   });
+
+  it("keeps intersections longer than a page for the data version, and recomputes short ones", async () => {
+    await flushAll(server.url);
+    const reader = await createRedisStore({ url: server.url });
+    const writer = await createRedisStore({ url: server.url });
+    const client = createClient({ url: server.url });
+    await client.connect();
+    const intersections = async () => {
+      const stats = await client.sendCommand<string>(["INFO", "commandstats"]);
+      return Number(/cmdstat_sinter:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    };
+    const friendOf = (a: string) => (m: { relationId: string }) => ({ a, b: m.relationId, description: "" });
+    try {
+      const members = Array.from({ length: 150 }, (_, i) => user(`m${i}`, []));
+      await writer.write(
+        batch({
+          users: [user("h1", []), user("h2", []), user("s1", []), user("s2", []), ...members],
+          friends: [...members.map(friendOf("h1")), ...members.map(friendOf("h2")), friendOf("s1")(members[0]!), friendOf("s2")(members[0]!)],
+        }),
+      );
+      const [h1, h2, s1, s2] = (await reader.resolveRelationIds(["h1", "h2", "s1", "s2"])) as UserId[];
+      // Every query starts by resolving identities, which reads the data version.
+      const query = async (a: UserId, b: UserId) => {
+        await reader.resolve([]);
+        return reader.userSetIntersection("friends", [a!, b!]);
+      };
+      const before = await intersections();
+      expect(await query(h1!, h2!)).toHaveLength(150);
+      expect(await query(h2!, h1!)).toHaveLength(150);
+      expect(await intersections()).toBe(before + 1);
+      expect(await query(s1!, s2!)).toHaveLength(1);
+      expect(await query(s1!, s2!)).toHaveLength(1);
+      expect(await intersections()).toBe(before + 3);
+      // Another process adds a mutual friend of the hubs: the next query sees it.
+      await writer.write(batch({ users: [user("m150", [])], friends: [friendOf("h1")({ relationId: "m150" }), friendOf("h2")({ relationId: "m150" })] }));
+      expect(await query(h1!, h2!)).toHaveLength(151);
+    } finally {
+      await client.close();
+      await reader.close();
+      await writer.close();
+    }
+  });
 });

@@ -12,7 +12,7 @@ import type { AssetKind, IdentityKind, UserId, UserSetKind } from "../../domain/
 /**
  * String: a fresh random token set by every write when it starts and again when it is complete
  * (so a write that fails halfway still counts). Readers that cache records in process
- * (user-cache.ts) compare it to tell whether what they hold is still current; a token rather than a
+ * (versioned-cache.ts) compare it to tell whether what they hold is still current; a token rather than a
  * counter, so that a flushed and reloaded database never repeats an old version.
  */
 export const DATA_VERSION = "rg:data-version";

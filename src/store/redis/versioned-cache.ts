@@ -1,0 +1,110 @@
+/** Options of DataVersion. */
+export interface DataVersionOptions {
+  /** How long a data version read stays trusted without being read again, in milliseconds. */
+  maxAgeMs?: number;
+  /** A monotonic clock in milliseconds; injectable for tests. */
+  now?: () => number;
+}
+
+/**
+ * The data version the redis engine last read, and the caches that hold data of that version. Every
+ * write sets the data version (keys.ts, DATA_VERSION) to a fresh token as it starts and once it is
+ * complete, and the engine reads it in the same round trip as the identity lookup that starts every
+ * query, so a query sees cached data at least as new as its own start, exactly as without a cache.
+ */
+export class DataVersion {
+  private version: string | null | undefined = undefined;
+  private readAt = Number.NEGATIVE_INFINITY;
+  /** Bumped whenever the version changes, so that a read begun before cannot fill a cache with older data. */
+  private current = 0;
+  private readonly caches: { clear(): void }[] = [];
+  private readonly maxAgeMs: number;
+  private readonly now: () => number;
+
+  constructor(options: DataVersionOptions = {}) {
+    this.maxAgeMs = options.maxAgeMs ?? 1_000;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Takes a data version just read from the store; a different one empties every cache. */
+  note(version: string | null): void {
+    this.readAt = this.now();
+    if (version === this.version) return;
+    this.version = version;
+    this.current++;
+    for (const cache of this.caches) cache.clear();
+  }
+
+  /** Whether the last version read is recent enough to serve from the caches. */
+  get trusted(): boolean {
+    return this.now() - this.readAt <= this.maxAgeMs;
+  }
+
+  /** Changes whenever the version does. */
+  get generation(): number {
+    return this.current;
+  }
+
+  /** A bounded map emptied whenever the version changes. */
+  cache<K, V>(maxEntries: number): VersionedMap<K, V> {
+    const map = new VersionedMap<K, V>(this, maxEntries);
+    this.caches.push(map);
+    return map;
+  }
+}
+
+/**
+ * Values of one data version, at most `maxEntries` of them (the oldest make room). A value loaded
+ * while the version changed is returned but not kept.
+ */
+export class VersionedMap<K, V> {
+  private readonly entries = new Map<K, V>();
+
+  constructor(
+    private readonly version: DataVersion,
+    private readonly maxEntries: number,
+  ) {}
+
+  /** The values of `keys` (null when `load` finds none): cached ones at once, the others through `load`. */
+  async getMany(keys: readonly K[], load: (keys: K[]) => Promise<(V | null)[]>): Promise<(V | null)[]> {
+    const found = keys.map((key) => this.entries.get(key) ?? null);
+    const missing = [...new Set(keys.filter((_, i) => found[i] === null))];
+    if (missing.length === 0) return found;
+    const generation = this.version.generation;
+    const loaded = await load(missing);
+    const byKey = new Map<K, V>();
+    missing.forEach((key, i) => {
+      const value = loaded[i];
+      if (value != null) byKey.set(key, value);
+    });
+    if (generation === this.version.generation) for (const [key, value] of byKey) this.put(key, value);
+    return keys.map((key, i) => found[i] ?? byKey.get(key) ?? null);
+  }
+
+  /** The value of `key`: cached, or loaded and kept when `keep` says it is worth keeping. */
+  async get(key: K, load: () => Promise<V>, keep: (value: V) => boolean): Promise<V> {
+    const cached = this.entries.get(key);
+    if (cached !== undefined) return cached;
+    const generation = this.version.generation;
+    const value = await load();
+    if (generation === this.version.generation && keep(value)) this.put(key, value);
+    return value;
+  }
+
+  /** Values held now (for tests and metrics). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  private put(key: K, value: V): void {
+    if (this.entries.size >= this.maxEntries && !this.entries.has(key)) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, value);
+  }
+}

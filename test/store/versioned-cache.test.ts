@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import type { UserId, UserRecord } from "../../src/domain/model.js";
+import { DataVersion } from "../../src/store/redis/versioned-cache.js";
+
+const record = (id: UserId, name = `user ${id}`): UserRecord => ({ id, relationId: `u${id}`, name, avatar: "", addresses: [], social: null, game: null });
+
+/** A loader that answers from `table` and records the keys it was asked for. */
+function loader(table: Map<UserId, UserRecord>) {
+  const asked: UserId[][] = [];
+  const load = async (ids: UserId[]) => {
+    asked.push(ids);
+    return ids.map((id) => table.get(id) ?? null);
+  };
+  return { load, asked };
+}
+
+describe("DataVersion and its caches", () => {
+  it("loads only what a cache does not hold, never keeps unknown keys, and keeps the caller's order", async () => {
+    const version = new DataVersion();
+    const users = version.cache<UserId, UserRecord>(100);
+    version.note("v1");
+    const { load, asked } = loader(new Map([1, 2, 3].map((id) => [id, record(id)])));
+    expect((await users.getMany([2, 1, 9], load)).map((r) => r?.id ?? null)).toEqual([2, 1, null]);
+    expect((await users.getMany([1, 3, 2, 9, 3], load)).map((r) => r?.id ?? null)).toEqual([1, 3, 2, null, 3]);
+    expect(asked).toEqual([[2, 1, 9], [3, 9]]);
+    expect(users.size).toBe(3);
+  });
+
+  it("empties every cache when the data version changes, and none when the same version is read again", async () => {
+    const version = new DataVersion();
+    const users = version.cache<UserId, UserRecord>(100);
+    const lists = version.cache<string, number[]>(100);
+    const table = new Map([[1, record(1, "old")]]);
+    const { load } = loader(table);
+    version.note("v1");
+    await users.getMany([1], load);
+    await lists.get("a", async () => [1, 2], () => true);
+    table.set(1, record(1, "new"));
+    version.note("v1");
+    expect((await users.getMany([1], load))[0]?.name).toBe("old");
+    expect(lists.size).toBe(1);
+    version.note("v2");
+    expect(lists.size).toBe(0);
+    expect((await users.getMany([1], load))[0]?.name).toBe("new");
+    version.note(null);
+    expect(users.size).toBe(0);
+  });
+
+  it("does not keep a value that was being loaded when the version changed", async () => {
+    const version = new DataVersion();
+    const users = version.cache<UserId, UserRecord>(100);
+    const lists = version.cache<string, number[]>(100);
+    version.note("v1");
+    let release: () => void = () => {};
+    const slow = (ids: UserId[]) => new Promise<(UserRecord | null)[]>((resolve) => (release = () => resolve(ids.map((id) => record(id, "before the write")))));
+    const pending = users.getMany([1], slow);
+    version.note("v2");
+    release();
+    expect((await pending)[0]?.name).toBe("before the write");
+    expect(users.size).toBe(0);
+    let releaseList: () => void = () => {};
+    const pendingList = lists.get("a", () => new Promise<number[]>((resolve) => (releaseList = () => resolve([7]))), () => true);
+    version.note("v3");
+    releaseList();
+    expect(await pendingList).toEqual([7]);
+    expect(lists.size).toBe(0);
+  });
+
+  it("keeps a single value only when `keep` says so, and serves it until the version changes", async () => {
+    const version = new DataVersion();
+    const lists = version.cache<string, number[]>(100);
+    version.note("v1");
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      return Array.from({ length: loads === 1 ? 3 : 300 }, (_, i) => i);
+    };
+    const long = (value: number[]) => value.length > 100;
+    expect((await lists.get("a", load, long)).length).toBe(3);
+    expect((await lists.get("a", load, long)).length).toBe(300);
+    expect((await lists.get("a", load, long)).length).toBe(300);
+    expect(loads).toBe(2);
+  });
+
+  it("is trusted only for a while after a version was read", () => {
+    let now = 0;
+    const version = new DataVersion({ maxAgeMs: 1_000, now: () => now });
+    expect(version.trusted).toBe(false);
+    version.note("v1");
+    now = 1_000;
+    expect(version.trusted).toBe(true);
+    now = 1_001;
+    expect(version.trusted).toBe(false);
+    version.note("v1");
+    expect(version.trusted).toBe(true);
+  });
+
+  it("holds at most maxEntries values per cache, dropping the oldest", async () => {
+    const version = new DataVersion();
+    const users = version.cache<UserId, UserRecord>(2);
+    version.note("v1");
+    const { load, asked } = loader(new Map([1, 2, 3].map((id) => [id, record(id)])));
+    await users.getMany([1], load);
+    await users.getMany([2], load);
+    await users.getMany([3], load);
+    expect(users.size).toBe(2);
+    await users.getMany([2, 3], load);
+    await users.getMany([1], load);
+    expect(asked).toEqual([[1], [2], [3], [1]]);
+  });
+});
