@@ -117,10 +117,15 @@ describe("redis engine", () => {
       await expect(writer.write(batch({ friends: [{ a: "ann", b: "nobody", description: "" }] }))).rejects.toThrow(/nobody/);
       expect((await hydrate())?.name).toBe("Ann, renamed");
       expect(await userReads()).toBe(beforeFailure + 1);
-      // A flushed and reloaded database never looks like the version the reader holds.
+      // A flushed and reloaded database never looks like the version the reader holds, even where it
+      // gives an id that the reader knew to another user.
+      const [annId] = (await reader.resolveRelationIds(["ann"])) as UserId[];
+      expect(await reader.relationIds([annId!])).toEqual(["ann"]);
       await flushAll(server.url);
-      await writer.write(batch({ users: [user("ann", [A], { name: "Ann, reloaded" })] }));
+      await writer.write(batch({ users: [user("ben", []), user("ann", [A], { name: "Ann, reloaded" })] }));
       expect((await hydrate())?.name).toBe("Ann, reloaded");
+      expect(await reader.resolveRelationIds(["ben"])).toEqual([annId]);
+      expect(await reader.relationIds([annId!])).toEqual(["ben"]);
     } finally {
       await client.close();
       await reader.close();

@@ -47,9 +47,16 @@ export class DataVersion {
 
   /** A bounded map emptied whenever the version changes. */
   cache<K, V>(maxEntries: number): VersionedMap<K, V> {
-    const map = new VersionedMap<K, V>(this, maxEntries);
-    this.caches.push(map);
-    return map;
+    return this.track(new VersionedMap<K, V>(this, maxEntries));
+  }
+
+  /**
+   * Empties `cache` whenever the version changes, for a cache with a hot path of its own; its filler
+   * compares `generation` before and after a load, as VersionedMap does.
+   */
+  track<C extends { clear(): void }>(cache: C): C {
+    this.caches.push(cache);
+    return cache;
   }
 }
 
