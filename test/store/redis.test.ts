@@ -5,6 +5,7 @@ import { createStore } from "../../src/store/index.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { userSetKey } from "../../src/store/redis/keys.js";
 import type { UserId } from "../../src/domain/model.js";
+import type { GraphStore } from "../../src/store/store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 import { batch, defineStoreAcceptance, user } from "./store-acceptance.js";
 
@@ -21,6 +22,31 @@ async function flushAll(url: string): Promise<void> {
   await client.connect();
   await client.flushAll();
   await client.close();
+}
+
+/**
+ * Runs `test` on an emptied server with two stores on it, a reader and a writer (the writer stands for
+ * `relgraph ingest`, another process), and `calls(command)`: how often Redis has run that command so far.
+ */
+async function withReaderAndWriter(
+  test: (stores: { reader: GraphStore; writer: GraphStore; calls: (command: string) => Promise<number> }) => Promise<void>,
+): Promise<void> {
+  await flushAll(server.url);
+  const reader = await createRedisStore({ url: server.url });
+  const writer = await createRedisStore({ url: server.url });
+  const client = createClient({ url: server.url });
+  await client.connect();
+  const calls = async (command: string) => {
+    const stats = await client.sendCommand<string>(["INFO", "commandstats"]);
+    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  };
+  try {
+    await test({ reader, writer, calls });
+  } finally {
+    await client.close();
+    await reader.close();
+    await writer.close();
+  }
 }
 
 defineStoreAcceptance({
@@ -87,17 +113,9 @@ describe("redis engine", () => {
   });
 
   it("serves a reader's cached records only while no other process has written", async () => {
-    await flushAll(server.url);
-    const reader = await createRedisStore({ url: server.url });
-    const writer = await createRedisStore({ url: server.url });
-    const client = createClient({ url: server.url });
-    await client.connect();
-    const userReads = async () => {
-      const stats = await client.sendCommand<string>(["INFO", "commandstats"]);
-      return Number(/cmdstat_mget:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-    };
-    const A = "0x" + "a".repeat(40);
-    try {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      const userReads = () => calls("mget");
+      const A = "0x" + "a".repeat(40);
       await writer.write(batch({ users: [user("ann", [A]), user("ben", [])] }));
       const hydrate = async () => {
         const [id] = await reader.resolve([{ kind: "address", value: A }]);
@@ -126,25 +144,13 @@ describe("redis engine", () => {
       expect((await hydrate())?.name).toBe("Ann, reloaded");
       expect(await reader.resolveRelationIds(["ben"])).toEqual([annId]);
       expect(await reader.relationIds([annId!])).toEqual(["ben"]);
-    } finally {
-      await client.close();
-      await reader.close();
-      await writer.close();
-    }
+    });
   });
 
   it("keeps intersections longer than a page for the data version, and recomputes short ones", async () => {
-    await flushAll(server.url);
-    const reader = await createRedisStore({ url: server.url });
-    const writer = await createRedisStore({ url: server.url });
-    const client = createClient({ url: server.url });
-    await client.connect();
-    const intersections = async () => {
-      const stats = await client.sendCommand<string>(["INFO", "commandstats"]);
-      return Number(/cmdstat_sinter:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-    };
-    const friendOf = (a: string) => (m: { relationId: string }) => ({ a, b: m.relationId, description: "" });
-    try {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      const intersections = () => calls("sinter");
+      const friendOf = (a: string) => (m: { relationId: string }) => ({ a, b: m.relationId, description: "" });
       const members = Array.from({ length: 150 }, (_, i) => user(`m${i}`, []));
       await writer.write(
         batch({
@@ -168,10 +174,6 @@ describe("redis engine", () => {
       // Another process adds a mutual friend of the hubs: the next query sees it.
       await writer.write(batch({ users: [user("m150", [])], friends: [friendOf("h1")({ relationId: "m150" }), friendOf("h2")({ relationId: "m150" })] }));
       expect(await query(h1!, h2!)).toHaveLength(151);
-    } finally {
-      await client.close();
-      await reader.close();
-      await writer.close();
-    }
+    });
   });
 });
