@@ -151,9 +151,7 @@ async function measureVia(
         requests: connectPosts(plan.rpc.name, plan.rpc.requests),
         headers: { ...CONNECT_POST_HEADERS, ApiKey: targets.relgraph.apiKey },
       };
-      const items = await probeConnectPost(connect.baseUrl, targets.relgraph.apiKey, plan.rpc.name, connect.requests[0]!);
-      const expected = plan.expected?.[0];
-      if (expected !== undefined && items !== expected) problems.push(`connect: first answer has ${items} items, expected ${expected}`);
+      await checkFirstAnswer(plan, via, () => probeConnectPost(connect.baseUrl, targets.relgraph.apiKey, plan.rpc.name, connect.requests[0]!), problems);
       return loadRow(via, concurrency, targets, targets.relgraph.pid, {
         saturate: (s) => httpSaturate(connect, concurrency, s),
         atRate: (rate, s) => httpAtRate(connect, concurrency, s, rate),
@@ -162,7 +160,7 @@ async function measureVia(
     case "grpc":
     case "connect-node": {
       const client = via === "grpc" ? targets.grpc : targets.connectNode;
-      await checkRpc(plan, via, client, problems);
+      await checkFirstAnswer(plan, via, () => client.probe(plan.rpc.name, plan.rpc.requests[0]!), problems);
       const call = client.caller(plan.rpc.name, plan.rpc.requests);
       return loadRow(via, concurrency, targets, targets.relgraph.pid, {
         saturate: (s) => closedLoop(call, concurrency, s),
@@ -254,8 +252,9 @@ async function checkPeer(target: HttpTarget, problems: string[]): Promise<void> 
   if (response.status !== 200 || !Array.isArray(body.data)) problems.push(`peer: unexpected answer ${response.status}`);
 }
 
-async function checkRpc(plan: OpPlan, via: Via, client: RpcClient, problems: string[]): Promise<void> {
-  const items = await client.probe(plan.rpc.name, plan.rpc.requests[0]!);
+/** Sends the first sampled query once over an RPC path and checks its item count against the records. */
+async function checkFirstAnswer(plan: OpPlan, via: Via, probe: () => Promise<number>, problems: string[]): Promise<void> {
+  const items = await probe();
   const expected = plan.expected?.[0];
   if (expected !== undefined && items !== expected) problems.push(`${via}: first answer has ${items} items, expected ${expected}`);
 }

@@ -131,7 +131,7 @@ describe("the unary fast paths, as relgraph serves them", () => {
     }
   });
 
-  it("checks the ApiKey before anything else answers", async () => {
+  it("refuses an unknown ApiKey with 10002, as the connect-es routes do", async () => {
     const body = envelope(toBinary(MutualFriendRequestSchema, create(MutualFriendRequestSchema, request)));
     const error = errorOf(await rawPost(server.url, MUTUAL_FRIEND_PATH, body, { apikey: "not-a-key" }));
     expect(error).toEqual({ status: String(grpc.status.UNAUTHENTICATED), code: "10002", message: "ApiKey is unknown or revoked" });

@@ -20,8 +20,8 @@ import {
   userSetKey,
 } from "./keys.js";
 import { readUsers, writeBatch } from "./redis-write.js";
-import { DataVersion } from "./versioned-cache.js";
 import { boundedSets, cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
+import { DataVersion } from "./versioned-cache.js";
 
 export type { RedisStoreOptions } from "./connection.js";
 
