@@ -19,95 +19,164 @@ export const SIGNAL_WEIGHTS: Readonly<Record<Signal, number>> = {
   sharedFollowers: 1,
 };
 
-/** A scored candidate: counts per signal, in SIGNALS order. */
+/** A ranked candidate: its score and its counts per signal, in SIGNALS order. */
 export interface Candidate {
   id: UserId;
   score: number;
   counts: number[];
 }
 
+/** The sets one recommendation counts, per signal: each member of each set is one occurrence. */
+export type SignalSets = { readonly [S in Signal]: readonly ArrayLike<UserId>[] };
+
 /**
- * Accumulates signal occurrences per candidate, ignoring excluded users (the user and their friends).
- * Counts live in one flat typed array indexed by arrival order: a call may see tens of thousands of
- * candidates, and an array per candidate was the largest source of garbage on this path.
+ * The candidates that can still make the top `max` once ties are broken: everyone scoring at least
+ * the max-th best score. Only these need their relationIds fetched for the tie-break. Parallel
+ * typed arrays rather than an object per candidate: a call sees thousands of candidates, and
+ * per-candidate objects were a large share of this path's garbage.
  */
-export class CandidateTally {
-  private readonly slots = new Map<UserId, number>();
-  private ids: UserId[] = [];
-  private counts = new Int32Array(SIGNALS.length * 1024);
+export interface Contenders {
+  /** Float64, like SlotTable's keys: any safe-integer UserId is kept exactly. */
+  readonly ids: Float64Array;
+  readonly scores: Int32Array;
+  /** SIGNALS.length counts per contender, in SIGNALS order. */
+  readonly counts: Int32Array;
+}
 
-  constructor(private readonly excluded: ReadonlySet<UserId>) {}
+/**
+ * Tallies every occurrence of every signal per candidate, skipping `excluded` (the user and their
+ * friends), and keeps the contenders for the top `max`. The cutoff comes from a histogram of
+ * scores, in linear time, without sorting every candidate.
+ */
+export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Contenders {
+  let occurrences = excluded.length;
+  for (const signal of SIGNALS) for (const set of sets[signal]) occurrences += set.length;
+  const slots = new SlotTable(occurrences);
+  for (let i = 0; i < excluded.length; i++) slots.exclude(excluded[i]!);
 
-  /** Records one occurrence of `signal` for each member of `ids`. */
-  add(signal: Signal, ids: Iterable<UserId>): void {
-    const offset = SIGNALS.indexOf(signal);
-    for (const id of ids) {
-      if (this.excluded.has(id)) continue;
-      let slot = this.slots.get(id);
-      if (slot === undefined) {
-        slot = this.ids.length;
-        this.slots.set(id, slot);
-        this.ids.push(id);
-        if ((slot + 1) * SIGNALS.length > this.counts.length) {
-          const grown = new Int32Array(this.counts.length * 2);
-          grown.set(this.counts);
-          this.counts = grown;
+  // At most one candidate per occurrence, so these never grow.
+  const ids = new Float64Array(occurrences);
+  const counts = new Int32Array(occurrences * SIGNALS.length);
+  let candidates = 0;
+  SIGNALS.forEach((signal, offset) => {
+    for (const set of sets[signal]) {
+      for (let i = 0; i < set.length; i++) {
+        const id = set[i]!;
+        let slot = slots.slotOf(id);
+        if (slot === EXCLUDED) continue;
+        if (slot === ABSENT) {
+          slot = candidates++;
+          slots.assign(id, slot);
+          ids[slot] = id;
         }
+        counts[slot * SIGNALS.length + offset]! += 1;
       }
-      this.counts[slot * SIGNALS.length + offset]! += 1;
+    }
+  });
+
+  const scores = new Int32Array(candidates);
+  let best = 0;
+  for (let slot = 0; slot < candidates; slot++) {
+    let score = 0;
+    for (let i = 0; i < SIGNALS.length; i++) score += counts[slot * SIGNALS.length + i]! * WEIGHTS[i]!;
+    scores[slot] = score;
+    if (score > best) best = score;
+  }
+  let cutoff = 0;
+  if (candidates > max) {
+    const histogram = new Int32Array(best + 1);
+    for (let slot = 0; slot < candidates; slot++) histogram[scores[slot]!]! += 1;
+    let seen = 0;
+    for (cutoff = best; cutoff > 0; cutoff--) {
+      seen += histogram[cutoff]!;
+      if (seen >= max) break;
     }
   }
 
-  /** Number of distinct candidates seen. */
-  get size(): number {
-    return this.ids.length;
+  let kept = 0;
+  for (let slot = 0; slot < candidates; slot++) {
+    if (scores[slot]! < cutoff) continue;
+    ids[kept] = ids[slot]!;
+    scores[kept] = scores[slot]!;
+    counts.copyWithin(kept * SIGNALS.length, slot * SIGNALS.length, (slot + 1) * SIGNALS.length);
+    kept++;
   }
-
-  /**
-   * The candidates that can still make the top `max` once ties are broken: everyone scoring at
-   * least the max-th best score. Only these need their relationIds fetched for the tie-break. The
-   * cutoff comes from a histogram of scores, in linear time, without sorting every candidate.
-   */
-  contenders(max: number): Candidate[] {
-    const n = this.ids.length;
-    const scores = new Int32Array(n);
-    let best = 0;
-    for (let slot = 0; slot < n; slot++) {
-      let score = 0;
-      for (let i = 0; i < SIGNALS.length; i++) score += this.counts[slot * SIGNALS.length + i]! * WEIGHTS[i]!;
-      scores[slot] = score;
-      if (score > best) best = score;
-    }
-    let cutoff = 0;
-    if (n > max) {
-      const histogram = new Int32Array(best + 1);
-      for (let slot = 0; slot < n; slot++) histogram[scores[slot]!]! += 1;
-      let seen = 0;
-      for (cutoff = best; cutoff > 0; cutoff--) {
-        seen += histogram[cutoff]!;
-        if (seen >= max) break;
-      }
-    }
-    const contenders: Candidate[] = [];
-    for (let slot = 0; slot < n; slot++) {
-      if (scores[slot]! < cutoff) continue;
-      const from = slot * SIGNALS.length;
-      contenders.push({ id: this.ids[slot]!, score: scores[slot]!, counts: Array.from(this.counts.subarray(from, from + SIGNALS.length)) });
-    }
-    return contenders;
-  }
+  return { ids: ids.subarray(0, kept), scores: scores.subarray(0, kept), counts: counts.subarray(0, kept * SIGNALS.length) };
 }
 
 /** SIGNAL_WEIGHTS in SIGNALS order. */
 const WEIGHTS = SIGNALS.map((signal) => SIGNAL_WEIGHTS[signal]);
 
-/** Orders candidates by descending score, ties by ascending relationId, and keeps the first `max`. */
-export function rankCandidates(candidates: Candidate[], relationIds: readonly string[], max: number): Candidate[] {
-  const keyed = candidates.map((candidate, i) => ({ candidate, relationId: relationIds[i] ?? "" }));
-  keyed.sort((a, b) =>
-    b.candidate.score - a.candidate.score || (a.relationId < b.relationId ? -1 : a.relationId > b.relationId ? 1 : 0),
-  );
-  return keyed.slice(0, max).map((k) => k.candidate);
+/** Orders contenders by descending score, ties by ascending relationId, and keeps the first `max`. */
+export function rankCandidates(contenders: Contenders, relationIds: readonly string[], max: number): Candidate[] {
+  const { ids, scores, counts } = contenders;
+  const order = Array.from({ length: ids.length }, (_, i) => i);
+  order.sort((a, b) => {
+    const ra = relationIds[a] ?? "";
+    const rb = relationIds[b] ?? "";
+    return scores[b]! - scores[a]! || (ra < rb ? -1 : ra > rb ? 1 : 0);
+  });
+  return order.slice(0, max).map((i) => ({
+    id: ids[i]!,
+    score: scores[i]!,
+    counts: Array.from(counts.subarray(i * SIGNALS.length, (i + 1) * SIGNALS.length)),
+  }));
+}
+
+/** SlotTable.slotOf of an id never seen. */
+const ABSENT = -1;
+/** SlotTable.slotOf of an excluded id. */
+const EXCLUDED = -2;
+
+/**
+ * UserId → candidate slot, by open addressing over typed arrays sized once per call: a Map here cost
+ * a hash-table entry per candidate and was the hottest line of a recommendation.
+ */
+class SlotTable {
+  /** Float64, not Int32: any safe-integer UserId (Redis INCR allocates them) is kept exactly. */
+  private readonly keys: Float64Array;
+  /** 0 marks an empty entry; a stored value v is kept as v + 3, so EXCLUDED and every slot are non-zero. */
+  private readonly values: Int32Array;
+  private readonly shift: number;
+  private readonly mask: number;
+
+  constructor(entries: number) {
+    // Load factor at most ½, so probes stay short.
+    const bits = Math.max(4, Math.ceil(Math.log2(entries * 2 + 1)));
+    this.keys = new Float64Array(1 << bits);
+    this.values = new Int32Array(1 << bits);
+    this.shift = 32 - bits;
+    this.mask = (1 << bits) - 1;
+  }
+
+  /** The id's slot, ABSENT or EXCLUDED. */
+  slotOf(id: UserId): number {
+    for (let at = this.home(id); ; at = (at + 1) & this.mask) {
+      const value = this.values[at]!;
+      if (value === 0) return ABSENT;
+      if (this.keys[at] === id) return value - 3;
+    }
+  }
+
+  assign(id: UserId, slot: number): void {
+    this.put(id, slot + 3);
+  }
+
+  exclude(id: UserId): void {
+    this.put(id, EXCLUDED + 3);
+  }
+
+  private put(id: UserId, value: number): void {
+    let at = this.home(id);
+    while (this.values[at] !== 0 && this.keys[at] !== id) at = (at + 1) & this.mask;
+    this.keys[at] = id;
+    this.values[at] = value;
+  }
+
+  /** Fibonacci hashing: sequential ids spread over the whole table. */
+  private home(id: UserId): number {
+    return Math.imul(id, 0x9e3779b1) >>> this.shift;
+  }
 }
 
 const PHRASES: Readonly<Record<Signal, [singular: string, plural: string]>> = {

@@ -3,7 +3,7 @@ import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
-import { CandidateTally, describeCandidate, rankCandidates, SIGNALS, type Candidate } from "../domain/recommend.js";
+import { describeCandidate, rankCandidates, SIGNALS, tallyContenders, type Candidate } from "../domain/recommend.js";
 import type { GraphStore } from "../store/store.js";
 
 /** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
@@ -188,37 +188,34 @@ export class GraphQueries {
       store.userAssets("contracts", id),
       store.userAssets("nfts", id),
     ]);
-    const tally = new CandidateTally(new Set([id, ...friends]));
-    const [friendsOfFriends, followersOfFollowed, followedByFollowers, contractHolders, nftHolders] = await Promise.all([
+    const [mutualFriends, sharedFollowings, sharedFollowers, sharedContracts, sharedNfts] = await Promise.all([
       this.expandUsers("friends", friends),
       this.expandUsers("followers", following),
       this.expandUsers("following", followers),
       this.expandAssets("contracts", contracts),
       this.expandAssets("nfts", nfts),
     ]);
-    for (const set of friendsOfFriends) if (set) tally.add("mutualFriends", set);
-    for (const set of followersOfFollowed) if (set) tally.add("sharedFollowings", set);
-    for (const set of followedByFollowers) if (set) tally.add("sharedFollowers", set);
-    for (const set of contractHolders) if (set) tally.add("sharedContracts", set);
-    for (const set of nftHolders) if (set) tally.add("sharedNfts", set);
-
-    const contenders = tally.contenders(limits.maxResults);
-    const relationIds = await store.relationIds(contenders.map((c) => c.id));
+    const contenders = tallyContenders(
+      [id, ...friends],
+      { mutualFriends, sharedFollowings, sharedFollowers, sharedContracts, sharedNfts },
+      limits.maxResults,
+    );
+    const relationIds = await store.relationIds(Array.from(contenders.ids));
     return rankCandidates(contenders, relationIds, limits.maxResults);
   }
 
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
-  private async expandUsers(kind: UserSetKind, ids: readonly UserId[]) {
+  private async expandUsers(kind: UserSetKind, ids: readonly UserId[]): Promise<ArrayLike<UserId>[]> {
     const sizes = await this.store.userSetSizes(kind, ids);
     const chosen = withinBudget(ids, sizes, this.limits.maxNeighbourSet, this.limits.memberBudget);
-    return this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet);
+    return readSets(this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet));
   }
 
   /** The holders of (some of) `assets`, chosen within the signal's member budget. */
-  private async expandAssets(kind: AssetKind, assets: readonly string[]) {
+  private async expandAssets(kind: AssetKind, assets: readonly string[]): Promise<ArrayLike<UserId>[]> {
     const sizes = await this.store.assetHolderCounts(kind, assets);
     const chosen = withinBudget(assets, sizes, this.limits.maxAssetHolders, this.limits.memberBudget);
-    return this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders);
+    return readSets(this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders));
   }
 
   /**
@@ -277,6 +274,11 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
     chosen.push(items[i]!);
   }
   return chosen;
+}
+
+/** The sets that were read: one that grew past its bound since it was sized comes back null, and is skipped. */
+async function readSets(sets: Promise<(ArrayLike<UserId> | null)[]>): Promise<ArrayLike<UserId>[]> {
+  return (await sets).filter((set) => set !== null);
 }
 
 /** Snapshots are packed (packRanking); the "v2" keeps a JSON snapshot of an earlier release from ever being read as one. */

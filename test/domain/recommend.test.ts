@@ -1,55 +1,105 @@
 import { describe, expect, it } from "vitest";
-import { CandidateTally, SIGNALS, SIGNAL_WEIGHTS, describeCandidate, rankCandidates, type Candidate } from "../../src/domain/recommend.js";
+import {
+  SIGNALS,
+  SIGNAL_WEIGHTS,
+  describeCandidate,
+  rankCandidates,
+  tallyContenders,
+  type Contenders,
+  type SignalSets,
+} from "../../src/domain/recommend.js";
+import { createPrng } from "../../src/ingest/prng.js";
 
 const counts = (partial: Partial<Record<(typeof SIGNALS)[number], number>>) => SIGNALS.map((s) => partial[s] ?? 0);
 
 describe("recommendation scoring", () => {
-  it("counts one occurrence per signal set membership and skips excluded users", () => {
-    const tally = new CandidateTally(new Set([1, 2]));
-    tally.add("mutualFriends", [2, 3, 4]); // friend set of one friend
-    tally.add("mutualFriends", [1, 3]); // of another friend: 1 is the user
-    tally.add("sharedNfts", [3, 5]);
-    tally.add("sharedFollowers", [5]);
-    expect(tally.size).toBe(3);
-    const byId = new Map(tally.contenders(10).map((c) => [c.id, c]));
-    expect([...byId.keys()].sort()).toEqual([3, 4, 5]);
-    expect(byId.get(3)).toEqual({ id: 3, counts: counts({ mutualFriends: 2, sharedNfts: 1 }), score: 2 * 3 + 2 });
-    expect(byId.get(4)).toEqual({ id: 4, counts: counts({ mutualFriends: 1 }), score: 3 });
-    expect(byId.get(5)).toEqual({ id: 5, counts: counts({ sharedNfts: 1, sharedFollowers: 1 }), score: 3 });
+  /** Signal sets with every signal empty unless given. */
+  const sets = (partial: Partial<SignalSets>): SignalSets => ({
+    mutualFriends: [],
+    sharedContracts: [],
+    sharedNfts: [],
+    sharedFollowings: [],
+    sharedFollowers: [],
+    ...partial,
   });
+  /** Contenders as one object per candidate, keyed by id. */
+  const byId = (contenders: Contenders) =>
+    new Map(
+      Array.from(contenders.ids, (id, i) => [
+        id,
+        { score: contenders.scores[i], counts: Array.from(contenders.counts.subarray(i * SIGNALS.length, (i + 1) * SIGNALS.length)) },
+      ]),
+    );
 
-  it("weights a mutual friend above an NFT, and an NFT above a contract, a followed account or a follower", () => {
-    expect(SIGNAL_WEIGHTS.mutualFriends).toBeGreaterThan(SIGNAL_WEIGHTS.sharedNfts);
-    for (const weaker of ["sharedContracts", "sharedFollowings", "sharedFollowers"] as const) {
-      expect(SIGNAL_WEIGHTS.sharedNfts).toBeGreaterThan(SIGNAL_WEIGHTS[weaker]);
-      expect(SIGNAL_WEIGHTS[weaker]).toBeGreaterThan(0);
-    }
+  it("counts one occurrence per signal set membership and skips excluded users", () => {
+    const contenders = tallyContenders(
+      [1, 2],
+      sets({
+        mutualFriends: [
+          [2, 3, 4], // friend set of one friend
+          [1, 3], // of another friend: 1 is the user
+        ],
+        sharedNfts: [[3, 5]],
+        sharedFollowers: [[5]],
+      }),
+      10,
+    );
+    const found = byId(contenders);
+    expect([...found.keys()].sort()).toEqual([3, 4, 5]);
+    expect(found.get(3)).toEqual({ counts: counts({ mutualFriends: 2, sharedNfts: 1 }), score: 2 * 3 + 2 });
+    expect(found.get(4)).toEqual({ counts: counts({ mutualFriends: 1 }), score: 3 });
+    expect(found.get(5)).toEqual({ counts: counts({ sharedNfts: 1, sharedFollowers: 1 }), score: 3 });
   });
 
   it("keeps every contender that can still make the top max once ties are broken", () => {
-    const tally = new CandidateTally(new Set());
-    tally.add("mutualFriends", [1]); // 3
-    tally.add("sharedContracts", [2, 3, 4]); // 1 each
-    tally.add("sharedContracts", [2]); // 2 has 2
+    // id 1 scores 3; id 2 scores 2; ids 3 and 4 score 1 each.
+    const input = sets({ mutualFriends: [[1]], sharedContracts: [[2, 3, 4], [2]] });
+    const ids = (max: number) => Array.from(tallyContenders([], input, max).ids).sort();
     // Top 2: id 1 (3), id 2 (2). Top 3: the third place is a tie among 3 and 4, so both stay.
-    expect(tally.contenders(2).map((c) => c.id).sort()).toEqual([1, 2]);
-    expect(tally.contenders(3).map((c) => c.id).sort()).toEqual([1, 2, 3, 4]);
-    expect(tally.contenders(4).map((c) => c.id).sort()).toEqual([1, 2, 3, 4]);
+    expect(ids(2)).toEqual([1, 2]);
+    expect(ids(3)).toEqual([1, 2, 3, 4]);
+    expect(ids(4)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("tallies thousands of candidates, sparse and colliding ids, exactly as a plain count does", () => {
+    // Ids spread over the whole safe-integer range, many of them multiples of a power of two (which
+    // collide in a naive hash), against a Map-based count of the same occurrences.
+    const rng = createPrng("tally");
+    const pool = Array.from({ length: 3_000 }, (_, i) => (i % 3 === 0 ? i * 4096 : i % 3 === 1 ? 2 ** 40 + i : rng.int(1e9)));
+    const excluded = pool.slice(0, 50);
+    const input = sets(
+      Object.fromEntries(SIGNALS.map((signal) => [signal, Array.from({ length: 20 }, () => pool.filter(() => rng.next() < 0.1))])),
+    );
+    const expected = new Map<number, number[]>();
+    SIGNALS.forEach((signal, s) => {
+      for (const set of input[signal]) {
+        for (const id of Array.from(set)) {
+          if (excluded.includes(id)) continue;
+          const row = expected.get(id) ?? SIGNALS.map(() => 0);
+          row[s]! += 1;
+          expected.set(id, row);
+        }
+      }
+    });
+    const found = byId(tallyContenders(excluded, input, expected.size));
+    expect(found.size).toBe(expected.size);
+    for (const [id, row] of expected) {
+      expect(found.get(id)).toEqual({ counts: row, score: row.reduce((sum, n, s) => sum + n * SIGNAL_WEIGHTS[SIGNALS[s]!], 0) });
+    }
   });
 
   it("ranks by descending score, ties by ascending relationId in string order, and cuts at max", () => {
-    const candidates: Candidate[] = [
-      { id: 1, score: 2, counts: [] },
-      { id: 2, score: 5, counts: [] },
-      { id: 3, score: 2, counts: [] },
-      { id: 4, score: 2, counts: [] },
-      { id: 5, score: 1, counts: [] },
-    ];
+    const contenders: Contenders = {
+      ids: Float64Array.from([1, 2, 3, 4, 5]),
+      scores: Int32Array.from([2, 5, 2, 2, 1]),
+      counts: Int32Array.from({ length: 5 * SIGNALS.length }, (_, i) => i),
+    };
     const relationIds = ["u9", "u1", "u10", "bob", "a"];
-    const ranked = rankCandidates(candidates, relationIds, 10);
+    const ranked = rankCandidates(contenders, relationIds, 10);
     // "bob" < "u10" < "u9" as strings
     expect(ranked.map((c) => c.id)).toEqual([2, 4, 3, 1, 5]);
-    expect(rankCandidates(candidates, relationIds, 3).map((c) => c.id)).toEqual([2, 4, 3]);
+    expect(ranked[0]).toEqual({ id: 2, score: 5, counts: [5, 6, 7, 8, 9] });
+    expect(rankCandidates(contenders, relationIds, 3).map((c) => c.id)).toEqual([2, 4, 3]);
   });
 
   it("describes each signal present with its count, singular or plural, in a fixed order", () => {
