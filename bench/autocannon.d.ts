@@ -6,6 +6,10 @@ declare module "autocannon" {
     headers?: Record<string, string>;
     body?: string | Buffer;
   }
+  /** One connection's client, as setupClient sees it. */
+  interface Client {
+    setRequests(requests: Request[]): void;
+  }
   interface Options {
     url: string;
     connections?: number;
@@ -13,6 +17,8 @@ declare module "autocannon" {
     requests?: Request[];
     headers?: Record<string, string>;
     timeout?: number;
+    /** Called once per connection, as it is created. */
+    setupClient?: (client: Client) => void;
   }
   interface Histogram {
     average: number;

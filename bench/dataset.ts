@@ -56,6 +56,8 @@ export interface DatasetOptions {
   wallets: number;
   /** Pairs sampled per band (hub×hub may have fewer: every pair of hubs). */
   pairsPerBand: number;
+  /** Median-band users sampled for recommendations (fewer when the band is smaller). */
+  recommendUsers: number;
   /** Users with at least this many friends are hubs. */
   hubDegree: number;
   /** Hubs used when fewer than two users reach hubDegree (small graphs): the best-connected ones. */
@@ -207,7 +209,7 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
     bands: { median: band(medianBand), p99: band(p99Band), hub: band(hubBand) },
     pairs,
     contractPairs: contractPairs(contractsOf, k, rng),
-    recommendUsers: sample(medianBand, k, rng).map(userOf),
+    recommendUsers: sample(medianBand, options.recommendUsers, rng).map(userOf),
     wallets: wallets.map(({ index, wallet }) => ({ ...userOf(index), wallet })),
   };
 }

@@ -21,12 +21,27 @@ export function gets(paths: readonly string[]): HttpRequest[] {
   return paths.map((path) => ({ method: "GET", path }));
 }
 
-/** Saturation with autocannon: `connections` keep-alive connections, each sending as soon as it has its answer. */
+/**
+ * Saturation with autocannon: `connections` keep-alive connections, each sending as soon as it has
+ * its answer. The requests are dealt out over the connections (connection k sends every
+ * connections-th request from the k-th), so together they cycle through all of them. Left to
+ * itself autocannon starts every connection at the first request of one shared list, so that they
+ * all ask the same question at the same moment (which flatters anything a server caches), and
+ * builds the whole list for every connection before they all start.
+ */
 export async function httpSaturate(target: HttpTarget, connections: number, seconds: number): Promise<LoadResult> {
+  const requests = target.requests.map(({ method, path, body }) => ({ method, path, body }));
+  let connection = 0;
   const result = await autocannon({
     url: target.baseUrl,
     headers: target.headers,
-    requests: target.requests.map(({ method, path, body }) => ({ method, path, body })),
+    requests: requests.slice(0, 1),
+    setupClient: (client) => {
+      const k = connection++;
+      client.setRequests(
+        requests.length <= connections ? [requests[k % requests.length]!] : requests.filter((_, i) => i % connections === k % connections),
+      );
+    },
     timeout: 30,
     connections,
     duration: seconds,
