@@ -176,4 +176,48 @@ describe("redis engine", () => {
       expect(await query(h1!, h2!)).toHaveLength(151);
     });
   });
+
+  it("keeps the sizes and members of neighbour sets for the data version, within their bound", async () => {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      const friendOf = (a: string) => (b: string) => ({ a, b, description: "" });
+      const K = "0x" + "c".repeat(40);
+      await writer.write(
+        batch({
+          users: ["p", "q", "r", "s"].map((name) => user(name, [])).concat([user("holder", ["0x" + "d".repeat(40)])]),
+          friends: [friendOf("p")("q"), friendOf("p")("r"), friendOf("q")("r"), friendOf("s")("q"), friendOf("s")("r"), friendOf("s")("p")],
+          interactions: [{ address: "0x" + "d".repeat(40), contract: K }],
+        }),
+      );
+      const ids = (await reader.resolveRelationIds(["p", "q", "r", "s", "holder"])) as UserId[];
+      const [p, q, r, s, holder] = ids;
+      const sorted = (sets: (UserId[] | null)[]) => sets.map((set) => set && [...set].sort((x, y) => x - y));
+      const expand = async () => {
+        await reader.resolve([]);
+        return {
+          sizes: await reader.userSetSizes("friends", [p!, q!, r!, s!]),
+          sets: sorted(await reader.userSetsBounded("friends", [p!, q!, r!, s!], 2)),
+          holders: sorted(await reader.assetHoldersBounded("contracts", [K], 10)),
+        };
+      };
+      const expected = {
+        sizes: [3, 3, 3, 3],
+        sets: [null, null, null, null],
+        holders: [[holder]],
+      };
+      const reads = async () => (await calls("scard")) + (await calls("smembers"));
+      expect(await expand()).toEqual(expected);
+      const afterFirst = await reads();
+      expect(await expand()).toEqual(expected);
+      expect(await reads()).toBe(afterFirst);
+      // Another process gives p a new friend: the reader's next query sees p's new size and t's set.
+      await writer.write(batch({ users: [user("t", [])], friends: [friendOf("t")("p")] }));
+      const t = (await reader.resolveRelationIds(["t"]))[0] as UserId;
+      await reader.resolve([]);
+      expect(await reader.userSetSizes("friends", [p!, t])).toEqual([4, 1]);
+      expect(sorted(await reader.userSetsBounded("friends", [t, s!], 3))).toEqual([[p], [p, q, r].sort((x, y) => x! - y!)]);
+      const afterRead = await reads();
+      expect(sorted(await reader.userSetsBounded("friends", [t, s!], 3))).toEqual([[p], [p, q, r].sort((x, y) => x! - y!)]);
+      expect(await reads()).toBe(afterRead);
+    });
+  });
 });

@@ -95,7 +95,7 @@ describe("DataVersion and its caches", () => {
     expect(version.trusted).toBe(true);
   });
 
-  it("holds at most maxEntries values per cache, dropping the oldest", async () => {
+  it("holds at most capacity values per cache, dropping the oldest", async () => {
     const version = new DataVersion();
     const users = version.cache<UserId, UserRecord>(2);
     version.note("v1");
@@ -107,5 +107,33 @@ describe("DataVersion and its caches", () => {
     await users.getMany([2, 3], load);
     await users.getMany([1], load);
     expect(asked).toEqual([[1], [2], [3], [1]]);
+  });
+
+  it("weighs values when told to: the oldest make room for a heavy one, and one heavier than the capacity is never kept", async () => {
+    const version = new DataVersion();
+    const sets = version.cache<string, number[]>(10, (members) => members.length);
+    version.note("v1");
+    const keepAll = () => true;
+    const members = (n: number) => async () => Array.from({ length: n }, (_, i) => i);
+    await sets.get("a", members(4), keepAll);
+    await sets.get("b", members(4), keepAll);
+    expect([sets.size, sets.held]).toEqual([2, 8]);
+    await sets.get("c", members(5), keepAll); // 13 > 10: "a", the oldest, goes
+    expect([sets.size, sets.held]).toEqual([2, 9]);
+    let loads = 0;
+    const counted = async () => {
+      loads++;
+      return [1, 2, 3, 4];
+    };
+    await sets.get("b", counted, keepAll);
+    expect(loads).toBe(0);
+    await sets.get("a", counted, keepAll); // back, so "b" (now oldest) and then "c" make room as needed
+    expect(loads).toBe(1);
+    expect(sets.held).toBeLessThanOrEqual(10);
+    await sets.get("huge", members(11), keepAll);
+    expect(await sets.get("huge", counted, keepAll)).toEqual([1, 2, 3, 4]);
+    expect(sets.held).toBeLessThanOrEqual(10);
+    version.note("v2");
+    expect([sets.size, sets.held]).toEqual([0, 0]);
   });
 });

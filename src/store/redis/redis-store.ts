@@ -20,7 +20,7 @@ import {
   userSetKey,
 } from "./keys.js";
 import { readUsers, writeBatch } from "./redis-write.js";
-import { boundedSets, cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
+import { cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { DataVersion } from "./versioned-cache.js";
 
 export type { RedisStoreOptions } from "./connection.js";
@@ -46,10 +46,36 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
   const relationIdCache = dataVersion.track(new Map<UserId, string>());
   const userCache = dataVersion.cache<UserId, UserRecord>(CACHED_USERS);
   const intersectionCache = dataVersion.cache<string, UserId[]>(CACHED_INTERSECTIONS);
+  const setSizeCache = dataVersion.cache<string, number>(CACHED_SET_SIZES);
+  const setMemberCache = dataVersion.cache<string, UserId[]>(CACHED_SET_MEMBERS, (members) => members.length);
   const readDataVersion = () => redis.send<string | null>(DATA_VERSION, ["GET", DATA_VERSION]);
   /** Every query reads the version as it starts (resolve); this covers a call made without one. */
   const trustDataVersion = async () => {
     if (!dataVersion.trusted) dataVersion.note(await readDataVersion());
+  };
+  /** SCARD of each key, cached: recommendations size every neighbour's sets on every call. */
+  const setSizes = async (keys: readonly string[]) => {
+    await trustDataVersion();
+    return (await setSizeCache.getMany(keys, (missing) => cardinalities(redis, missing))) as number[];
+  };
+  /**
+   * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), cached: the
+   * neighbourhoods recommendations expand overlap from call to call, and decoding their members
+   * from RESP (a string per member, then a number) was most of a recommendation's CPU and garbage.
+   */
+  const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {
+    const sizes = await setSizes(keys);
+    const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
+    const members = await setMemberCache.getMany(readable, (missing) =>
+      Promise.all(missing.map(async (key) => toIds(await redis.send<string[]>(key, ["SMEMBERS", key])))),
+    );
+    const byKey = new Map(readable.map((key, i) => [key, members[i] ?? []]));
+    return keys.map((key, i) => {
+      if (sizes[i]! > maxSize) return null;
+      const set = byKey.get(key) ?? [];
+      // It grew past the bound after it was sized: as if sized now.
+      return set.length > maxSize ? null : set;
+    });
   };
 
   return {
@@ -104,18 +130,13 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return toIds(await scanSet(redis, userSetKey(kind, id)));
     },
     userSetSizes(kind: UserSetKind, ids: readonly UserId[]) {
-      return cardinalities(
-        redis,
-        ids.map((id) => userSetKey(kind, id)),
-      );
+      return setSizes(ids.map((id) => userSetKey(kind, id)));
     },
-    async userSetsBounded(kind: UserSetKind, ids: readonly UserId[], maxSize: number) {
-      const sets = await boundedSets(
-        redis,
+    userSetsBounded(kind: UserSetKind, ids: readonly UserId[], maxSize: number) {
+      return boundedMembers(
         ids.map((id) => userSetKey(kind, id)),
         maxSize,
       );
-      return sets.map((members) => members && toIds(members));
     },
     async userSetIntersection(kind: UserSetKind, ids: readonly UserId[]) {
       await trustDataVersion();
@@ -128,18 +149,13 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return scanSet(redis, userAssetsKey(kind, id));
     },
     assetHolderCounts(kind: AssetKind, assets: readonly string[]) {
-      return cardinalities(
-        redis,
-        assets.map((asset) => assetHoldersKey(kind, asset)),
-      );
+      return setSizes(assets.map((asset) => assetHoldersKey(kind, asset)));
     },
-    async assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number) {
-      const sets = await boundedSets(
-        redis,
+    assetHoldersBounded(kind: AssetKind, assets: readonly string[], maxSize: number) {
+      return boundedMembers(
         assets.map((asset) => assetHoldersKey(kind, asset)),
         maxSize,
       );
-      return sets.map((members) => members && toIds(members));
     },
     contractIntersection(addresses: readonly string[]) {
       return intersectSets(
@@ -217,6 +233,14 @@ const CACHED_INTERSECTIONS = 1_000;
  * 2,800 a second. Those are kept for the data version; short ones are cheap to recompute.
  */
 const PAGED_INTERSECTION = 100;
+
+/** Most set sizes kept in process for the current data version (a few dozen bytes each). */
+const CACHED_SET_SIZES = 1_000_000;
+/**
+ * Most set members (UserIds, 8 bytes each in a packed array) kept in process for the current data
+ * version, over all cached sets: 64 MB, room for the neighbourhoods of thousands of users.
+ */
+const CACHED_SET_MEMBERS = 8_000_000;
 
 /** Most relationIds kept in process for the current data version (about 100 bytes each); past it the cache starts over. */
 const CACHED_RELATION_IDS = 2_000_000;

@@ -28,18 +28,6 @@ export function cardinalities(redis: RedisConnection, keys: readonly string[]): 
   return Promise.all(keys.map((key) => redis.send<number>(key, ["SCARD", key])));
 }
 
-/** Members of each set no larger than maxSize; larger sets come back as null without being read. */
-export async function boundedSets(redis: RedisConnection, keys: readonly string[], maxSize: number): Promise<(string[] | null)[]> {
-  const sizes = await cardinalities(redis, keys);
-  return Promise.all(
-    keys.map((key, i) => {
-      const size = sizes[i] ?? 0;
-      if (size > maxSize) return null;
-      return size === 0 ? [] : redis.send<string[]>(key, ["SMEMBERS", key]);
-    }),
-  );
-}
-
 /** HMGET of many fields of one hash, chunked, in one round trip. */
 export async function hashGetMany(redis: RedisConnection, key: string, fields: readonly string[]): Promise<(string | null)[]> {
   const replies = await Promise.all(

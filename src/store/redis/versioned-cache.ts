@@ -45,9 +45,12 @@ export class DataVersion {
     return this.current;
   }
 
-  /** A bounded map emptied whenever the version changes. */
-  cache<K, V>(maxEntries: number): VersionedMap<K, V> {
-    return this.track(new VersionedMap<K, V>(this, maxEntries));
+  /**
+   * A bounded map emptied whenever the version changes: it holds values whose weights add up to at
+   * most `capacity` (by default each value weighs 1, so capacity counts entries).
+   */
+  cache<K, V>(capacity: number, weigh: (value: V) => number = () => 1): VersionedMap<K, V> {
+    return this.track(new VersionedMap<K, V>(this, capacity, weigh));
   }
 
   /**
@@ -61,15 +64,18 @@ export class DataVersion {
 }
 
 /**
- * Values of one data version, at most `maxEntries` of them (the oldest make room). A value loaded
- * while the version changed is returned but not kept.
+ * Values of one data version, weighing at most `capacity` in all (the oldest make room; a value
+ * heavier than the whole capacity is never kept). A value loaded while the version changed is
+ * returned but not kept.
  */
 export class VersionedMap<K, V> {
   private readonly entries = new Map<K, V>();
+  private weight = 0;
 
   constructor(
     private readonly version: DataVersion,
-    private readonly maxEntries: number,
+    private readonly capacity: number,
+    private readonly weigh: (value: V) => number = () => 1,
   ) {}
 
   /** The values of `keys` (null when `load` finds none): cached ones at once, the others through `load`. */
@@ -103,15 +109,32 @@ export class VersionedMap<K, V> {
     return this.entries.size;
   }
 
+  /** Sum of the weights of the values held now. */
+  get held(): number {
+    return this.weight;
+  }
+
   clear(): void {
     this.entries.clear();
+    this.weight = 0;
   }
 
   private put(key: K, value: V): void {
-    if (this.entries.size >= this.maxEntries && !this.entries.has(key)) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
+    const weight = this.weigh(value);
+    if (weight > this.capacity) return;
+    this.remove(key);
+    for (const oldest of this.entries.keys()) {
+      if (this.weight + weight <= this.capacity) break;
+      this.remove(oldest);
     }
     this.entries.set(key, value);
+    this.weight += weight;
+  }
+
+  private remove(key: K): void {
+    const value = this.entries.get(key);
+    if (value === undefined) return;
+    this.entries.delete(key);
+    this.weight -= this.weigh(value);
   }
 }
