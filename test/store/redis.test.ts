@@ -83,6 +83,35 @@ describe("redis engine", () => {
     expect((error as Error).cause).toBeDefined();
   });
 
+  it("writes each user's follow sets with one command, however many records the load spreads over them", async () => {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      // Every user follows every other: about 250,000 records, more than one flush of 200,000, so
+      // grouping them per flush would send most followers sets in two commands.
+      const users = Array.from({ length: 500 }, (_, i) => user(`p${i}`, []));
+      const follows = users.flatMap((from) => users.filter((to) => to !== from).map((to) => ({ from: from.relationId, to: to.relationId })));
+      const before = await calls("sadd");
+      await writer.write(batch({ users, follows }));
+      expect((await calls("sadd")) - before).toBe(2 * users.length);
+      const [first, last] = (await reader.resolveRelationIds(["p0", "p499"])) as UserId[];
+      expect(await reader.userSetSizes("followers", [first!, last!])).toEqual([499, 499]);
+      expect((await reader.userSet("following", first!)).length).toBe(499);
+    });
+  });
+
+  it("keeps the last description of a friend pair recorded twice in one batch, as the memory engine does", async () => {
+    await withReaderAndWriter(async ({ reader, writer }) => {
+      const friends = [
+        { a: "ann", b: "ben", description: "first" },
+        { a: "ben", b: "cat", description: "other" },
+        { a: "ben", b: "ann", description: "last" },
+      ];
+      await writer.write(batch({ users: [user("ann", []), user("ben", []), user("cat", [])], friends }));
+      const [ann, ben, cat] = (await reader.resolveRelationIds(["ann", "ben", "cat"])) as UserId[];
+      expect(await reader.friendDescriptions(ann!, [ben!])).toEqual(["last"]);
+      expect(await reader.friendDescriptions(ben!, [ann!, cat!])).toEqual(["last", "other"]);
+    });
+  });
+
   it("keeps friend sets compact (intset encoding, few bytes per member)", async () => {
     await flushAll(server.url);
     const store = await createRedisStore({ url: server.url });

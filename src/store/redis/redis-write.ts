@@ -23,6 +23,8 @@ import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./se
 
 /** Records whose commands are grouped and flushed together; progress is reported after each flush. */
 const RECORDS_PER_FLUSH = 200_000;
+/** Set members and hash fields sent at once on the user relation path; the next ones are built meanwhile. */
+const ARGS_PER_SEND = 400_000;
 
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
@@ -86,25 +88,6 @@ export async function writeBatch(
   }
   for (const former of plan.formerOwners) buffer.strings.push(userKey(former.id), JSON.stringify(former));
 
-  for (const { a, b, description } of batch.friends) {
-    const ia = id(a);
-    const ib = id(b);
-    buffer.userSets.friends.add(ia, ib);
-    buffer.userSets.friends.add(ib, ia);
-    // "" is what reads return when nothing is recorded, so it needs no write.
-    if (description !== "") {
-      buffer.descriptions.pair(ia, ib, description);
-      buffer.descriptions.pair(ib, ia, description);
-    }
-    if (++pending >= RECORDS_PER_FLUSH) await flush();
-  }
-  for (const { from, to } of batch.follows) {
-    const ifrom = id(from);
-    const ito = id(to);
-    buffer.userSets.following.add(ifrom, ito);
-    buffer.userSets.followers.add(ito, ifrom);
-    if (++pending >= RECORDS_PER_FLUSH) await flush();
-  }
   for (const kind of ASSET_KINDS) {
     for (const { address, contract } of kind === "contracts" ? batch.interactions : batch.nfts) {
       buffer.addressAssets[kind].add(address, contract);
@@ -122,6 +105,7 @@ export async function writeBatch(
   }
   await flush();
   await inFlight;
+  written = await writeUserRelations(redis, batch, idOf, (done) => onProgress?.({ written: written + done, total }));
 
   // Only now, with every new record in place, can users that lost addresses be trimmed to the
   // union of what their remaining addresses hold.
@@ -129,6 +113,198 @@ export async function writeBatch(
   // Again once everything is in place: readers drop what they cached while the write went on.
   await newDataVersion(redis);
   onProgress?.({ written: total, total });
+}
+
+/**
+ * Writes the friend and follow records, grouped by key over the whole batch rather than per flush:
+ * any slice of a large load spreads over nearly every user, so per-flush grouping left about one
+ * member per command, and per-command costs, here and in Redis, were most of the write. Members
+ * wait in typed columns, not in strings. Resolves with the number of records written; onProgress
+ * gets the running count.
+ */
+async function writeUserRelations(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  idOf: Map<string, UserId>,
+  onProgress: (written: number) => void,
+): Promise<number> {
+  const users = new DenseUsers(idOf);
+  const friendCount = batch.friends.length;
+  const friends = new UserKeyMembers("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
+  const descriptions = new UserKeyMembers("HSET", friendDescriptionsKey, 2 * friendCount, new TextTable());
+  for (const { a, b, description } of batch.friends) {
+    const ia = users.indexOf(a);
+    const ib = users.indexOf(b);
+    friends.add(ia, ib);
+    friends.add(ib, ia);
+    // "" is what reads return when nothing is recorded, so it needs no write.
+    if (description !== "") {
+      descriptions.add(ia, ib, description);
+      descriptions.add(ib, ia, description);
+    }
+  }
+  await sendGroups(redis, users, [friends, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
+
+  const followCount = batch.follows.length;
+  const following = new UserKeyMembers("SADD", (id) => userSetKey("following", id), followCount);
+  const followers = new UserKeyMembers("SADD", (id) => userSetKey("followers", id), followCount);
+  for (const { from, to } of batch.follows) {
+    const ifrom = users.indexOf(from);
+    const ito = users.indexOf(to);
+    following.add(ifrom, ito);
+    followers.add(ito, ifrom);
+  }
+  await sendGroups(redis, users, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
+  return friendCount + followCount;
+}
+
+/**
+ * Sends the groups' commands, building the next ARGS_PER_SEND arguments while the previous ones
+ * are in flight; onProgress gets the share of arguments sent so far.
+ */
+async function sendGroups(
+  redis: RedisConnection,
+  users: DenseUsers,
+  groups: readonly UserKeyMembers[],
+  onProgress: (share: number) => void,
+): Promise<void> {
+  const totalArgs = groups.reduce((sum, group) => sum + group.args, 0);
+  let sentArgs = 0;
+  let inFlight: Promise<void> = Promise.resolve();
+  let commands: string[][] = [];
+  let args = 0;
+  const send = async () => {
+    const batchArgs = args;
+    const sending = commands;
+    commands = [];
+    args = 0;
+    await inFlight;
+    inFlight = redis.sendAll(sending).then(() => {
+      sentArgs += batchArgs;
+      if (sentArgs < totalArgs) onProgress(sentArgs / totalArgs);
+    });
+    // Marked handled here; the next send (or the final await) still sees the failure.
+    inFlight.catch(() => {});
+  };
+  for (const group of groups) {
+    for (const command of group.commands(users)) {
+      commands.push(command);
+      args += command.length - 2;
+      if (args >= ARGS_PER_SEND) await send();
+    }
+  }
+  await send();
+  await inFlight;
+  onProgress(1);
+}
+
+/** The users a batch names, numbered 0…n−1 so that typed columns can hold them. */
+class DenseUsers {
+  readonly #index = new Map<string, number>();
+  readonly ids: UserId[] = [];
+  /** Each user's id as the decimal text commands carry, made once per user rather than per member. */
+  readonly idTexts: string[] = [];
+
+  constructor(idOf: Map<string, UserId>) {
+    for (const [relationId, id] of idOf) {
+      this.#index.set(relationId, this.ids.length);
+      this.ids.push(id);
+      this.idTexts.push(String(id));
+    }
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  indexOf(relationId: string): number {
+    return this.#index.get(relationId)!;
+  }
+}
+
+/** Distinct strings numbered in order of first appearance. */
+class TextTable {
+  readonly #index = new Map<string, number>();
+  readonly texts: string[] = [];
+
+  indexOf(text: string): number {
+    let index = this.#index.get(text);
+    if (index === undefined) {
+      index = this.texts.length;
+      this.texts.push(text);
+      this.#index.set(text, index);
+    }
+    return index;
+  }
+}
+
+/**
+ * Members of one family of per-user keys (SADD members, or HSET fields with a value from `values`),
+ * in typed columns of DenseUsers indexes, sent grouped by key: one command per key and
+ * ARGS_PER_COMMAND arguments. Entries of one key keep their order, so a field set twice ends with
+ * its last value, as if the records were sent one by one.
+ */
+class UserKeyMembers {
+  private readonly subjects: Uint32Array;
+  private readonly members: Uint32Array;
+  private readonly valueIndexes: Uint32Array;
+  private length = 0;
+
+  constructor(
+    private readonly command: "SADD" | "HSET",
+    private readonly keyOf: (id: UserId) => string,
+    capacity: number,
+    private readonly values?: TextTable,
+  ) {
+    this.subjects = new Uint32Array(capacity);
+    this.members = new Uint32Array(capacity);
+    this.valueIndexes = new Uint32Array(values ? capacity : 0);
+  }
+
+  /** Arguments the commands will carry besides command names and keys. */
+  get args(): number {
+    return this.values ? 2 * this.length : this.length;
+  }
+
+  add(subject: number, member: number, value?: string): void {
+    if (this.values) this.valueIndexes[this.length] = this.values.indexOf(value!);
+    this.subjects[this.length] = subject;
+    this.members[this.length++] = member;
+  }
+
+  *commands(users: DenseUsers): Generator<string[]> {
+    const { subjects, members, valueIndexes, length } = this;
+    const texts = this.values?.texts;
+    const order = groupOrder(subjects.subarray(0, length), users.size);
+    for (let start = 0; start < length; ) {
+      const subject = subjects[order[start]!]!;
+      const key = this.keyOf(users.ids[subject]!);
+      let args = [this.command, key];
+      let k = start;
+      for (; k < length && subjects[order[k]!] === subject; k++) {
+        const entry = order[k]!;
+        args.push(users.idTexts[members[entry]!]!);
+        if (texts) args.push(texts[valueIndexes[entry]!]!);
+        // ARGS_PER_COMMAND is even, so HSET field/value pairs never straddle two commands.
+        if (args.length - 2 >= ARGS_PER_COMMAND) {
+          yield args;
+          args = [this.command, key];
+        }
+      }
+      if (args.length > 2) yield args;
+      start = k;
+    }
+  }
+}
+
+/** Entry positions ordered by key (a stable counting sort), keys in [0, range). */
+function groupOrder(keys: Uint32Array, range: number): Uint32Array {
+  const start = new Uint32Array(range + 1);
+  for (const key of keys) start[key + 1]!++;
+  for (let k = 1; k <= range; k++) start[k]! += start[k - 1]!;
+  const order = new Uint32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) order[start[keys[i]!]!++] = i;
+  return order;
 }
 
 /** What a batch's users change, computed from the state before the batch. */
@@ -337,12 +513,6 @@ class Grouped<S extends string | number> {
 
 /** Everything a write sends, grouped per key until the next flush. */
 class WriteBuffer {
-  readonly userSets = {
-    friends: new Grouped<UserId>("SADD", (id) => userSetKey("friends", id)),
-    following: new Grouped<UserId>("SADD", (id) => userSetKey("following", id)),
-    followers: new Grouped<UserId>("SADD", (id) => userSetKey("followers", id)),
-  };
-  readonly descriptions = new Grouped<UserId>("HSET", friendDescriptionsKey);
   readonly releases = new Grouped<UserId>("SADD", releaseKey);
   readonly addressAssets = assetGroups((kind) => (address: string) => addressAssetsKey(kind, address));
   readonly userAssets = {
@@ -365,8 +535,6 @@ class WriteBuffer {
   drain(): string[][] {
     const commands: string[][] = [];
     const groups = [
-      ...Object.values(this.userSets),
-      this.descriptions,
       this.releases,
       ...Object.values(this.addressAssets),
       ...Object.values(this.userAssets),
