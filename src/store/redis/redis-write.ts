@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
-import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import {
@@ -24,7 +24,7 @@ import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./se
 /** Records whose commands are grouped and flushed together; progress is reported after each flush. */
 const RECORDS_PER_FLUSH = 200_000;
 /** Set members and hash fields sent at once on the user relation path; the next ones are built meanwhile. */
-const ARGS_PER_SEND = 400_000;
+const ARGS_PER_SEND = 50_000;
 
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
@@ -128,33 +128,35 @@ async function writeUserRelations(
   idOf: Map<string, UserId>,
   onProgress: (written: number) => void,
 ): Promise<number> {
-  const users = new DenseUsers(idOf);
-  const friendCount = batch.friends.length;
-  const friends = new UserKeyMembers("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
-  const descriptions = new UserKeyMembers("HSET", friendDescriptionsKey, 2 * friendCount, new TextTable());
-  for (const { a, b, description } of batch.friends) {
-    const ia = users.indexOf(a);
-    const ib = users.indexOf(b);
-    friends.add(ia, ib);
-    friends.add(ib, ia);
+  const friends = FriendColumns.of(batch.friends);
+  const friendUsers = new DenseUsers(friends.names, idOf);
+  const friendCount = friends.length;
+  const friendSets = new UserKeyMembers("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
+  const descriptions = new UserKeyMembers("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
+  for (let i = 0; i < friendCount; i++) {
+    const ia = friends.a[i]!;
+    const ib = friends.b[i]!;
+    friendSets.add(ia, ib);
+    friendSets.add(ib, ia);
     // "" is what reads return when nothing is recorded, so it needs no write.
-    if (description !== "") {
+    const description = friends.description[i]!;
+    if (friends.descriptions[description] !== "") {
       descriptions.add(ia, ib, description);
       descriptions.add(ib, ia, description);
     }
   }
-  await sendGroups(redis, users, [friends, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
+  await sendGroups(redis, friendUsers, [friendSets, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
 
-  const followCount = batch.follows.length;
+  const follows = FollowColumns.of(batch.follows);
+  const followUsers = new DenseUsers(follows.names, idOf);
+  const followCount = follows.length;
   const following = new UserKeyMembers("SADD", (id) => userSetKey("following", id), followCount);
   const followers = new UserKeyMembers("SADD", (id) => userSetKey("followers", id), followCount);
-  for (const { from, to } of batch.follows) {
-    const ifrom = users.indexOf(from);
-    const ito = users.indexOf(to);
-    following.add(ifrom, ito);
-    followers.add(ito, ifrom);
+  for (let i = 0; i < followCount; i++) {
+    following.add(follows.from[i]!, follows.to[i]!);
+    followers.add(follows.to[i]!, follows.from[i]!);
   }
-  await sendGroups(redis, users, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
+  await sendGroups(redis, followUsers, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
   return friendCount + followCount;
 }
 
@@ -198,43 +200,19 @@ async function sendGroups(
   onProgress(1);
 }
 
-/** The users a batch names, numbered 0…n−1 so that typed columns can hold them. */
+/** The users that columns of records name by index, with their ids. */
 class DenseUsers {
-  readonly #index = new Map<string, number>();
-  readonly ids: UserId[] = [];
+  readonly ids: UserId[];
   /** Each user's id as the decimal text commands carry, made once per user rather than per member. */
-  readonly idTexts: string[] = [];
+  readonly idTexts: string[];
 
-  constructor(idOf: Map<string, UserId>) {
-    for (const [relationId, id] of idOf) {
-      this.#index.set(relationId, this.ids.length);
-      this.ids.push(id);
-      this.idTexts.push(String(id));
-    }
+  constructor(names: readonly string[], idOf: Map<string, UserId>) {
+    this.ids = names.map((name) => idOf.get(name)!);
+    this.idTexts = this.ids.map(String);
   }
 
   get size(): number {
     return this.ids.length;
-  }
-
-  indexOf(relationId: string): number {
-    return this.#index.get(relationId)!;
-  }
-}
-
-/** Distinct strings numbered in order of first appearance. */
-class TextTable {
-  readonly #index = new Map<string, number>();
-  readonly texts: string[] = [];
-
-  indexOf(text: string): number {
-    let index = this.#index.get(text);
-    if (index === undefined) {
-      index = this.texts.length;
-      this.texts.push(text);
-      this.#index.set(text, index);
-    }
-    return index;
   }
 }
 
@@ -254,7 +232,7 @@ class UserKeyMembers {
     private readonly command: "SADD" | "HSET",
     private readonly keyOf: (id: UserId) => string,
     capacity: number,
-    private readonly values?: TextTable,
+    private readonly values?: readonly string[],
   ) {
     this.subjects = new Uint32Array(capacity);
     this.members = new Uint32Array(capacity);
@@ -266,15 +244,16 @@ class UserKeyMembers {
     return this.values ? 2 * this.length : this.length;
   }
 
-  add(subject: number, member: number, value?: string): void {
-    if (this.values) this.valueIndexes[this.length] = this.values.indexOf(value!);
+  /** Adds a member, or for HSET a field with the value values[value]. */
+  add(subject: number, member: number, value = 0): void {
+    if (this.values) this.valueIndexes[this.length] = value;
     this.subjects[this.length] = subject;
     this.members[this.length++] = member;
   }
 
   *commands(users: DenseUsers): Generator<string[]> {
     const { subjects, members, valueIndexes, length } = this;
-    const texts = this.values?.texts;
+    const texts = this.values;
     const order = groupOrder(subjects.subarray(0, length), users.size);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
