@@ -98,6 +98,25 @@ describe("redis engine", () => {
     });
   });
 
+  it("writes each asset key with one command, however many records the load spreads over it", async () => {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      // 500 users, one address each, each interacting with the same 500 contracts: 250,000 records.
+      const n = 500;
+      const address = (i: number) => `0x${"a".repeat(8)}${i.toString(16).padStart(32, "0")}`;
+      const contract = (j: number) => `0x${"c".repeat(8)}${j.toString(16).padStart(32, "0")}`;
+      const users = Array.from({ length: n }, (_, i) => user(`h${i}`, [address(i)]));
+      const interactions = Array.from({ length: n * n }, (_, k) => ({ address: address(k % n), contract: contract(Math.floor(k / n)) }));
+      const before = await calls("sadd");
+      await writer.write(batch({ users, interactions }));
+      // Per address, per user and per contract one SADD each, and the set of addresses with records
+      // in commands of 1,000 members.
+      expect((await calls("sadd")) - before).toBe(3 * n + (n * n) / 1_000);
+      const [first] = (await reader.resolveRelationIds(["h0"])) as UserId[];
+      expect((await reader.userAssets("contracts", first!)).length).toBe(n);
+      expect(await reader.assetHolderCounts("contracts", [contract(0), contract(n - 1)])).toEqual([n, n]);
+    });
+  });
+
   it("keeps the last description of a friend pair recorded twice in one batch, as the memory engine does", async () => {
     await withReaderAndWriter(async ({ reader, writer }) => {
       const friends = [

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import {
@@ -88,15 +88,6 @@ export async function writeBatch(
   }
   for (const former of plan.formerOwners) buffer.strings.push(userKey(former.id), JSON.stringify(former));
 
-  for (const kind of ASSET_KINDS) {
-    for (const { address, contract } of kind === "contracts" ? batch.interactions : batch.nfts) {
-      buffer.addressAssets[kind].add(address, contract);
-      buffer.sets.add(assetAddressesKey(kind), address);
-      const owner = plan.owners.get(address);
-      if (owner !== undefined) buffer.linkAsset(kind, owner, contract);
-      if (++pending >= RECORDS_PER_FLUSH) await flush();
-    }
-  }
   for (const { relationId, peers } of batch.releases) {
     const userId = id(relationId);
     if (peers === "*") buffer.releases.add(userId, RELEASE_ALL);
@@ -105,7 +96,12 @@ export async function writeBatch(
   }
   await flush();
   await inFlight;
-  written = await writeUserRelations(redis, batch, idOf, (done) => onProgress?.({ written: written + done, total }));
+  for (const kind of ASSET_KINDS) {
+    written += await writeAssets(redis, kind, kind === "contracts" ? batch.interactions : batch.nfts, plan.owners, (done) =>
+      onProgress?.({ written: written + done, total }),
+    );
+  }
+  written += await writeUserRelations(redis, batch, idOf, (done) => onProgress?.({ written: written + done, total }));
 
   // Only now, with every new record in place, can users that lost addresses be trimmed to the
   // union of what their remaining addresses hold.
@@ -131,8 +127,8 @@ async function writeUserRelations(
   const friends = FriendColumns.of(batch.friends);
   const friendUsers = new DenseUsers(friends.names, idOf);
   const friendCount = friends.length;
-  const friendSets = new UserKeyMembers("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
-  const descriptions = new UserKeyMembers("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
+  const friendSets = friendUsers.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
+  const descriptions = friendUsers.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
   for (let i = 0; i < friendCount; i++) {
     const ia = friends.a[i]!;
     const ib = friends.b[i]!;
@@ -145,19 +141,56 @@ async function writeUserRelations(
       descriptions.add(ib, ia, description);
     }
   }
-  await sendGroups(redis, friendUsers, [friendSets, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
+  await sendGroups(redis, [friendSets, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
 
   const follows = FollowColumns.of(batch.follows);
   const followUsers = new DenseUsers(follows.names, idOf);
   const followCount = follows.length;
-  const following = new UserKeyMembers("SADD", (id) => userSetKey("following", id), followCount);
-  const followers = new UserKeyMembers("SADD", (id) => userSetKey("followers", id), followCount);
+  const following = followUsers.members("SADD", (id) => userSetKey("following", id), followCount);
+  const followers = followUsers.members("SADD", (id) => userSetKey("followers", id), followCount);
   for (let i = 0; i < followCount; i++) {
     following.add(follows.from[i]!, follows.to[i]!);
     followers.add(follows.to[i]!, follows.from[i]!);
   }
-  await sendGroups(redis, followUsers, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
+  await sendGroups(redis, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
   return friendCount + followCount;
+}
+
+/**
+ * Writes one kind of asset records, grouped by key over the whole batch like the user relations:
+ * a contract's holders, for one, are spread over the whole load. `owners` holds the owner of each
+ * address that has one once the batch is applied. Resolves with the number of records written.
+ */
+async function writeAssets(
+  redis: RedisConnection,
+  kind: AssetKind,
+  records: IngestBatch["interactions"],
+  owners: Map<string, UserId>,
+  onProgress: (written: number) => void,
+): Promise<number> {
+  const addresses = new TextIndex();
+  const assets = new TextIndex();
+  const holders = new TextIndex();
+  const count = records.length;
+  const family = (command: "SADD", keyOf: (subject: number) => string, subjects: { length: number }, members: readonly string[]) =>
+    new GroupedMembers({ command, keyOf, subjects, members, capacity: count });
+  const addressAssets = family("SADD", (address) => addressAssetsKey(kind, addresses.texts[address]!), addresses.texts, assets.texts);
+  const knownAddresses = family("SADD", () => assetAddressesKey(kind), [assetAddressesKey(kind)], addresses.texts);
+  const userAssets = family("SADD", (holder) => userAssetsKey(kind, Number(holders.texts[holder])), holders.texts, assets.texts);
+  const assetHolders = family("SADD", (asset) => assetHoldersKey(kind, assets.texts[asset]!), assets.texts, holders.texts);
+  for (const { address, contract } of records) {
+    const addressIndex = addresses.indexOf(address);
+    const assetIndex = assets.indexOf(contract);
+    addressAssets.add(addressIndex, assetIndex);
+    knownAddresses.add(0, addressIndex);
+    const owner = owners.get(address);
+    if (owner === undefined) continue;
+    const holderIndex = holders.indexOf(String(owner));
+    userAssets.add(holderIndex, assetIndex);
+    assetHolders.add(assetIndex, holderIndex);
+  }
+  await sendGroups(redis, [addressAssets, knownAddresses, userAssets, assetHolders], (share) => onProgress(Math.floor(share * count)));
+  return count;
 }
 
 /**
@@ -166,8 +199,7 @@ async function writeUserRelations(
  */
 async function sendGroups(
   redis: RedisConnection,
-  users: DenseUsers,
-  groups: readonly UserKeyMembers[],
+  groups: readonly GroupedMembers[],
   onProgress: (share: number) => void,
 ): Promise<void> {
   const totalArgs = groups.reduce((sum, group) => sum + group.args, 0);
@@ -189,7 +221,7 @@ async function sendGroups(
     inFlight.catch(() => {});
   };
   for (const group of groups) {
-    for (const command of group.commands(users)) {
+    for (const command of group.commands()) {
       commands.push(command);
       args += command.length - 2;
       if (args >= ARGS_PER_SEND) await send();
@@ -211,63 +243,75 @@ class DenseUsers {
     this.idTexts = this.ids.map(String);
   }
 
-  get size(): number {
-    return this.ids.length;
+  /** Members of one per-user key family: subjects and members are indexes into this. */
+  members(command: "SADD" | "HSET", keyOf: (id: UserId) => string, capacity: number, values?: readonly string[]): GroupedMembers {
+    return new GroupedMembers({ command, keyOf: (subject) => keyOf(this.ids[subject]!), subjects: this.ids, members: this.idTexts, capacity, values });
   }
 }
 
+/** Options of GroupedMembers. */
+interface GroupedMembersOptions {
+  command: "SADD" | "HSET";
+  /** The key of a subject, by index. */
+  keyOf: (subject: number) => string;
+  /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
+  subjects: { readonly length: number };
+  /** Member texts (SADD members, HSET fields), by index; read when commands are made. */
+  members: readonly string[];
+  /** How many members will be added, at most. */
+  capacity: number;
+  /** HSET value texts, by index. */
+  values?: readonly string[];
+}
+
 /**
- * Members of one family of per-user keys (SADD members, or HSET fields with a value from `values`),
- * in typed columns of DenseUsers indexes, sent grouped by key: one command per key and
- * ARGS_PER_COMMAND arguments. Entries of one key keep their order, so a field set twice ends with
- * its last value, as if the records were sent one by one.
+ * Members of one family of keys (SADD members, or HSET fields with their values), in typed columns
+ * of indexes, sent grouped by key: one command per key and ARGS_PER_COMMAND arguments. Entries of
+ * one key keep their order, so a field set twice ends with its last value, as if the records were
+ * sent one by one.
  */
-class UserKeyMembers {
+class GroupedMembers {
   private readonly subjects: Uint32Array;
   private readonly members: Uint32Array;
   private readonly valueIndexes: Uint32Array;
   private length = 0;
 
-  constructor(
-    private readonly command: "SADD" | "HSET",
-    private readonly keyOf: (id: UserId) => string,
-    capacity: number,
-    private readonly values?: readonly string[],
-  ) {
-    this.subjects = new Uint32Array(capacity);
-    this.members = new Uint32Array(capacity);
-    this.valueIndexes = new Uint32Array(values ? capacity : 0);
+  constructor(private readonly options: GroupedMembersOptions) {
+    this.subjects = new Uint32Array(options.capacity);
+    this.members = new Uint32Array(options.capacity);
+    this.valueIndexes = new Uint32Array(options.values ? options.capacity : 0);
   }
 
   /** Arguments the commands will carry besides command names and keys. */
   get args(): number {
-    return this.values ? 2 * this.length : this.length;
+    return this.options.values ? 2 * this.length : this.length;
   }
 
   /** Adds a member, or for HSET a field with the value values[value]. */
   add(subject: number, member: number, value = 0): void {
-    if (this.values) this.valueIndexes[this.length] = value;
+    if (this.options.values) this.valueIndexes[this.length] = value;
     this.subjects[this.length] = subject;
     this.members[this.length++] = member;
   }
 
-  *commands(users: DenseUsers): Generator<string[]> {
+  *commands(): Generator<string[]> {
     const { subjects, members, valueIndexes, length } = this;
-    const texts = this.values;
-    const order = groupOrder(subjects.subarray(0, length), users.size);
+    const { command, keyOf, values } = this.options;
+    const memberTexts = this.options.members;
+    const order = groupOrder(subjects.subarray(0, length), this.options.subjects.length);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
-      const key = this.keyOf(users.ids[subject]!);
-      let args = [this.command, key];
+      const key = keyOf(subject);
+      let args = [command, key];
       let k = start;
       for (; k < length && subjects[order[k]!] === subject; k++) {
         const entry = order[k]!;
-        args.push(users.idTexts[members[entry]!]!);
-        if (texts) args.push(texts[valueIndexes[entry]!]!);
+        args.push(memberTexts[members[entry]!]!);
+        if (values) args.push(values[valueIndexes[entry]!]!);
         // ARGS_PER_COMMAND is even, so HSET field/value pairs never straddle two commands.
         if (args.length - 2 >= ARGS_PER_COMMAND) {
           yield args;
-          args = [this.command, key];
+          args = [command, key];
         }
       }
       if (args.length > 2) yield args;
@@ -493,14 +537,12 @@ class Grouped<S extends string | number> {
 /** Everything a write sends, grouped per key until the next flush. */
 class WriteBuffer {
   readonly releases = new Grouped<UserId>("SADD", releaseKey);
-  readonly addressAssets = assetGroups((kind) => (address: string) => addressAssetsKey(kind, address));
   readonly userAssets = {
     contracts: new Grouped<UserId>("SADD", (id) => userAssetsKey("contracts", id)),
     nfts: new Grouped<UserId>("SADD", (id) => userAssetsKey("nfts", id)),
   };
   readonly holders = assetGroups((kind) => (asset: string) => assetHoldersKey(kind, asset));
-  /** Sets and hashes named directly by their key. */
-  readonly sets = new Grouped<string>("SADD", (key) => key);
+  /** Hashes named directly by their key. */
   readonly hashes = new Grouped<string>("HSET", (key) => key);
   /** SET key value, flattened. */
   strings: string[] = [];
@@ -515,10 +557,8 @@ class WriteBuffer {
     const commands: string[][] = [];
     const groups = [
       this.releases,
-      ...Object.values(this.addressAssets),
       ...Object.values(this.userAssets),
       ...Object.values(this.holders),
-      this.sets,
       this.hashes,
     ];
     for (const group of groups) group.drainInto(commands);
