@@ -23,7 +23,11 @@ import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./se
 
 /** Records whose commands are grouped and flushed together; progress is reported after each flush. */
 const RECORDS_PER_FLUSH = 200_000;
-/** Set members and hash fields sent at once on the user relation path; the next ones are built meanwhile. */
+/**
+ * Set members and hash fields sent at once on the grouped path (relations and assets); the next
+ * ones are built meanwhile. Small enough that few commands outlive a scavenge: sending 400,000
+ * at a time doubled the scavenging time of a large load's relations.
+ */
 const ARGS_PER_SEND = 50_000;
 
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
@@ -172,12 +176,13 @@ async function writeAssets(
   const assets = new TextIndex();
   const holders = new TextIndex();
   const count = records.length;
-  const family = (command: "SADD", keyOf: (subject: number) => string, subjects: { length: number }, members: readonly string[]) =>
-    new GroupedMembers({ command, keyOf, subjects, members, capacity: count });
-  const addressAssets = family("SADD", (address) => addressAssetsKey(kind, addresses.texts[address]!), addresses.texts, assets.texts);
-  const knownAddresses = family("SADD", () => assetAddressesKey(kind), [assetAddressesKey(kind)], addresses.texts);
-  const userAssets = family("SADD", (holder) => userAssetsKey(kind, Number(holders.texts[holder])), holders.texts, assets.texts);
-  const assetHolders = family("SADD", (asset) => assetHoldersKey(kind, assets.texts[asset]!), assets.texts, holders.texts);
+  const sets = (keyOf: (subject: number) => string, subjects: { length: number }, members: readonly string[]) =>
+    new GroupedMembers({ command: "SADD", keyOf, subjects, members, capacity: count });
+  const addressAssets = sets((address) => addressAssetsKey(kind, addresses.texts[address]!), addresses.texts, assets.texts);
+  // One key, subject 0.
+  const knownAddresses = sets(() => assetAddressesKey(kind), { length: 1 }, addresses.texts);
+  const userAssets = sets((holder) => userAssetsKey(kind, Number(holders.texts[holder])), holders.texts, assets.texts);
+  const assetHolders = sets((asset) => assetHoldersKey(kind, assets.texts[asset]!), assets.texts, holders.texts);
   for (const { address, contract } of records) {
     const addressIndex = addresses.indexOf(address);
     const assetIndex = assets.indexOf(contract);
