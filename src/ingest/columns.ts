@@ -2,11 +2,11 @@
  * An append-only column of numbers in a typed array. Ingestion keeps one entry per record for
  * millions of records; a plain array of numbers would cost twice to four times as much.
  */
-export class NumberColumn {
-  private data: Float64Array | Uint32Array | Int32Array;
+export class NumberColumn<Data extends Float64Array | Uint32Array | Int32Array = Float64Array | Uint32Array | Int32Array> {
+  private data: Data;
   length = 0;
 
-  constructor(private readonly make: (size: number) => Float64Array | Uint32Array | Int32Array) {
+  constructor(private readonly make: (size: number) => Data) {
     this.data = make(1024);
   }
 
@@ -26,8 +26,8 @@ export class NumberColumn {
   }
 
   /** The filled part, without copying. */
-  view(): Float64Array | Uint32Array | Int32Array {
-    return this.data.subarray(0, this.length);
+  view(): Data {
+    return this.data.subarray(0, this.length) as Data;
   }
 
   private grow(size: number): void {
@@ -38,16 +38,16 @@ export class NumberColumn {
 }
 
 /** A column of 32-bit unsigned integers. */
-export function uint32Column(): NumberColumn {
+export function uint32Column(): NumberColumn<Uint32Array> {
   return new NumberColumn((size) => new Uint32Array(size));
 }
 
 /** A column of 32-bit signed integers. */
-export function int32Column(): NumberColumn {
+export function int32Column(): NumberColumn<Int32Array> {
   return new NumberColumn((size) => new Int32Array(size));
 }
 
 /** A column of doubles: integers up to 2^53. */
-export function float64Column(): NumberColumn {
+export function float64Column(): NumberColumn<Float64Array> {
   return new NumberColumn((size) => new Float64Array(size));
 }

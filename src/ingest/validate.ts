@@ -20,8 +20,9 @@
  */
 import type { Game, Identity, IdentityKind, Social } from "../domain/model.js";
 import { RELATION_ID_PATTERN, normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
+import { FollowColumns, FriendColumns, TextIndex } from "../store/batch.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
-import { float64Column, int32Column, uint32Column } from "./columns.js";
+import { float64Column, int32Column, uint32Column, type NumberColumn } from "./columns.js";
 
 /** What validation reads from the store: whether referenced users and claimed identities exist. */
 export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds">;
@@ -118,11 +119,15 @@ class Validation implements LoadValidator {
     social: new Map(),
     game: new Map(),
   };
-  private readonly friends: IngestBatch["friends"] = [];
-  private readonly friendLo = uint32Column();
-  private readonly friendHi = uint32Column();
+  // Friend and follow records in columns of interned relationIds and descriptions: millions of
+  // records held as objects until the write made garbage collection most of a large load's time.
+  private readonly friendA = uint32Column();
+  private readonly friendB = uint32Column();
+  private readonly friendDescription = uint32Column();
+  private readonly descriptions = new TextIndex();
   private readonly friendAt = float64Column();
-  private readonly follows: IngestBatch["follows"] = [];
+  private readonly followFrom = uint32Column();
+  private readonly followTo = uint32Column();
   private readonly interactions: IngestBatch["interactions"] = [];
   private readonly nfts: IngestBatch["nfts"] = [];
   private readonly addressIntern = new Map<string, string>();
@@ -187,10 +192,11 @@ class Validation implements LoadValidator {
     await this.checkStoredOwners(store);
     const duplicate = this.findDuplicateFriends();
     if (this.errorCount > 0) throw new IngestValidationError(this.report(), this.errorCount);
+    const kept = (column: NumberColumn<Uint32Array>) => withoutMarked(column.view(), duplicate);
     return {
       users: this.users,
-      friends: this.friends.filter((_, i) => duplicate[i] === 0),
-      follows: this.follows,
+      friends: new FriendColumns(this.relNames, kept(this.friendA), kept(this.friendB), this.descriptions.texts, kept(this.friendDescription)),
+      follows: new FollowColumns(this.relNames, this.followFrom.view(), this.followTo.view()),
       interactions: this.interactions,
       nfts: this.nfts,
       releases: this.releases,
@@ -238,11 +244,9 @@ class Validation implements LoadValidator {
     const b = relationIdOf(record.b, "b");
     const description = textOf(record.description, "description");
     if (a === b) fail("a user cannot be their own friend");
-    const ia = this.reference(a, at);
-    const ib = this.reference(b, at);
-    this.friends.push({ a: this.relNames[ia]!, b: this.relNames[ib]!, description });
-    this.friendLo.push(Math.min(ia, ib));
-    this.friendHi.push(Math.max(ia, ib));
+    this.friendA.push(this.reference(a, at));
+    this.friendB.push(this.reference(b, at));
+    this.friendDescription.push(this.descriptions.indexOf(description));
     this.friendAt.push(at);
   }
 
@@ -251,7 +255,8 @@ class Validation implements LoadValidator {
     const from = relationIdOf(record.from, "from");
     const to = relationIdOf(record.to, "to");
     if (from === to) fail("a user cannot follow themselves");
-    this.follows.push({ from: this.relNames[this.reference(from, at)]!, to: this.relNames[this.reference(to, at)]! });
+    this.followFrom.push(this.reference(from, at));
+    this.followTo.push(this.reference(to, at));
   }
 
   private addAsset(record: Json, into: { address: string; contract: string }[]): void {
@@ -396,10 +401,12 @@ class Validation implements LoadValidator {
    * bytes per edge where a map keyed by pair would cost tens.
    */
   private findDuplicateFriends(): Uint8Array {
-    const n = this.friends.length;
+    const n = this.friendA.length;
     const duplicate = new Uint8Array(n);
-    const lo = this.friendLo.view();
-    const hi = this.friendHi.view();
+    const a = this.friendA.view();
+    const b = this.friendB.view();
+    const lo = a.map((ia, i) => Math.min(ia, b[i]!));
+    const hi = a.map((ia, i) => Math.max(ia, b[i]!));
     const byHi = countingSort(identityOrder(n), hi, this.relNames.length);
     const order = countingSort(byHi, lo, this.relNames.length);
     let head = 0;
@@ -411,10 +418,10 @@ class Validation implements LoadValidator {
         continue;
       }
       duplicate[current] = 1;
-      const a = this.friends[first]!;
-      const b = this.friends[current]!;
-      if (a.description !== b.description) {
-        this.error(this.friendAt.get(current), `friend ${show(b.a)}–${show(b.b)} is already recorded with a different description at ${this.where(this.friendAt.get(first))}`);
+      // Interned descriptions: equal indexes, equal texts.
+      if (this.friendDescription.get(first) !== this.friendDescription.get(current)) {
+        const names = `${show(this.relNames[a[current]!])}–${show(this.relNames[b[current]!])}`;
+        this.error(this.friendAt.get(current), `friend ${names} is already recorded with a different description at ${this.where(this.friendAt.get(first))}`);
       }
     }
     return duplicate;
@@ -449,6 +456,16 @@ function takeChunk<T>(items: Iterator<T>): T[] {
     if (chunk.length === LOOKUP_CHUNK) break;
   }
   return chunk;
+}
+
+/** The values whose entry in `marked` is 0, in order. */
+function withoutMarked(values: Uint32Array, marked: Uint8Array): Uint32Array {
+  let count = 0;
+  for (const mark of marked) count += mark === 0 ? 1 : 0;
+  const kept = new Uint32Array(count);
+  let k = 0;
+  for (let i = 0; i < values.length; i++) if (marked[i] === 0) kept[k++] = values[i]!;
+  return kept;
 }
 
 function identityOrder(n: number): Uint32Array {

@@ -15,16 +15,132 @@ export function recordCount(batch: IngestBatch): number {
   );
 }
 
+/** A friend record of a batch. */
+export interface FriendRecord {
+  a: string;
+  b: string;
+  description: string;
+}
+
+/** A follow record of a batch. */
+export interface FollowRecord {
+  from: string;
+  to: string;
+}
+
+/**
+ * Friend records in typed columns, relationIds and descriptions as indexes into `names` and
+ * `descriptions`: a large load's millions of records then cost a few bytes each and give the
+ * garbage collector nothing to trace. Iterates as the records themselves.
+ */
+export class FriendColumns implements Iterable<FriendRecord> {
+  constructor(
+    readonly names: readonly string[],
+    readonly a: Uint32Array,
+    readonly b: Uint32Array,
+    readonly descriptions: readonly string[],
+    readonly description: Uint32Array,
+  ) {}
+
+  get length(): number {
+    return this.a.length;
+  }
+
+  *[Symbol.iterator](): Iterator<FriendRecord> {
+    const { names, a, b, descriptions, description } = this;
+    for (let i = 0; i < a.length; i++) yield { a: names[a[i]!]!, b: names[b[i]!]!, description: descriptions[description[i]!]! };
+  }
+
+  /** The records in columns; columns are returned as they are. */
+  static of(records: IngestBatch["friends"]): FriendColumns {
+    if (records instanceof FriendColumns) return records;
+    const names = new TextIndex();
+    const descriptions = new TextIndex();
+    const a = new Uint32Array(records.length);
+    const b = new Uint32Array(records.length);
+    const description = new Uint32Array(records.length);
+    records.forEach((record, i) => {
+      a[i] = names.indexOf(record.a);
+      b[i] = names.indexOf(record.b);
+      description[i] = descriptions.indexOf(record.description);
+    });
+    return new FriendColumns(names.texts, a, b, descriptions.texts, description);
+  }
+}
+
+/** Follow records in typed columns, relationIds as indexes into `names` (see FriendColumns). */
+export class FollowColumns implements Iterable<FollowRecord> {
+  constructor(
+    readonly names: readonly string[],
+    readonly from: Uint32Array,
+    readonly to: Uint32Array,
+  ) {}
+
+  get length(): number {
+    return this.from.length;
+  }
+
+  *[Symbol.iterator](): Iterator<FollowRecord> {
+    const { names, from, to } = this;
+    for (let i = 0; i < from.length; i++) yield { from: names[from[i]!]!, to: names[to[i]!]! };
+  }
+
+  /** The records in columns; columns are returned as they are. */
+  static of(records: IngestBatch["follows"]): FollowColumns {
+    if (records instanceof FollowColumns) return records;
+    const names = new TextIndex();
+    const from = new Uint32Array(records.length);
+    const to = new Uint32Array(records.length);
+    records.forEach((record, i) => {
+      from[i] = names.indexOf(record.from);
+      to[i] = names.indexOf(record.to);
+    });
+    return new FollowColumns(names.texts, from, to);
+  }
+}
+
+/** Distinct strings numbered in order of first appearance. */
+export class TextIndex {
+  readonly #index = new Map<string, number>();
+  readonly texts: string[] = [];
+
+  indexOf(text: string): number {
+    let index = this.#index.get(text);
+    if (index === undefined) {
+      index = this.texts.length;
+      this.texts.push(text);
+      this.#index.set(text, index);
+    }
+    return index;
+  }
+}
+
 /** Every relationId a batch names, its users' first, in order of first appearance. */
 export function referencedRelationIds(batch: IngestBatch): string[] {
   const referenced = new Set(batch.users.map((user) => user.relationId));
-  for (const { a, b } of batch.friends) referenced.add(a).add(b);
-  for (const { from, to } of batch.follows) referenced.add(from).add(to);
+  const friends = FriendColumns.of(batch.friends);
+  addNames(referenced, friends.names, friends.a, friends.b);
+  const follows = FollowColumns.of(batch.follows);
+  addNames(referenced, follows.names, follows.from, follows.to);
   for (const { relationId, peers } of batch.releases) {
     referenced.add(relationId);
     if (peers !== "*") for (const peer of peers) referenced.add(peer);
   }
   return [...referenced];
+}
+
+/** Adds the names that the pairs first[i]–second[i] index, in order; each name is looked at once. */
+function addNames(referenced: Set<string>, names: readonly string[], first: Uint32Array, second: Uint32Array): void {
+  const seen = new Uint8Array(names.length);
+  const add = (index: number) => {
+    if (seen[index] === 1) return;
+    seen[index] = 1;
+    referenced.add(names[index]!);
+  };
+  for (let i = 0; i < first.length; i++) {
+    add(first[i]!);
+    add(second[i]!);
+  }
 }
 
 /** The identity index entries a user record owns. */

@@ -1,4 +1,5 @@
 import type { AssetKind, Identity, Release, UserId, UserRecord, UserSetKind } from "../domain/model.js";
+import type { FollowColumns, FollowRecord, FriendColumns, FriendRecord } from "./batch.js";
 
 /**
  * The narrow storage interface relgraph runs on. Engines register by name in store/index.ts:
@@ -68,8 +69,9 @@ export type UserInput = Omit<UserRecord, "id">;
  */
 export interface IngestBatch {
   users: UserInput[];
-  friends: { a: string; b: string; description: string }[];
-  follows: { from: string; to: string }[];
+  /** An array, or typed columns (batch.ts) that iterate as the same records: what large loads use. */
+  friends: FriendRecord[] | FriendColumns;
+  follows: FollowRecord[] | FollowColumns;
   interactions: { address: string; contract: string }[];
   nfts: { address: string; contract: string }[];
   releases: { relationId: string; peers: "*" | string[] }[];

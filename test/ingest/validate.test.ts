@@ -1,6 +1,8 @@
 import { getAddress } from "ethers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ingestFiles, IngestValidationError, type IngestOptions, type IngestResult } from "../../src/ingest/ingest.js";
+import { createLoadValidator } from "../../src/ingest/validate.js";
+import { FollowColumns, FriendColumns } from "../../src/store/batch.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 import { addr, createFileBox, dump, userLine, type FileBox } from "./helpers.js";
@@ -332,6 +334,32 @@ describe("relations", () => {
         "b.jsonl": [{ type: "friend", a: "u1", b: "u2", description: "x" }, { type: "friend", a: "u2", b: "u1", description: "y" }],
       }),
     ).toEqual(['b.jsonl:2: friend "u2"–"u1" is already recorded with a different description at b.jsonl:1']);
+  });
+
+  it("hands the store friend and follow records in columns, in load order, without repeated friend pairs", async () => {
+    const validator = createLoadValidator({ sources: ["a.jsonl"] });
+    const records = [
+      u1,
+      u2,
+      userLine("u3", [C]),
+      { type: "friend", a: "u2", b: "u1", description: "x" },
+      { type: "follow", from: "u3", to: "u1" },
+      { type: "friend", a: "u3", b: "u1" },
+      { type: "friend", a: "u1", b: "u2", description: "x" },
+      { type: "follow", from: "u1", to: "u2" },
+    ];
+    records.forEach((record, i) => validator.addRecord(record, 0, i + 1));
+    const loaded = await validator.finish(store);
+    expect(loaded.friends).toBeInstanceOf(FriendColumns);
+    expect(loaded.follows).toBeInstanceOf(FollowColumns);
+    expect([...loaded.friends]).toEqual([
+      { a: "u2", b: "u1", description: "x" },
+      { a: "u3", b: "u1", description: "" },
+    ]);
+    expect([...loaded.follows]).toEqual([
+      { from: "u3", to: "u1" },
+      { from: "u1", to: "u2" },
+    ]);
   });
 
   it("accepts releases to everyone or to a list, and rejects other peers", async () => {

@@ -83,6 +83,54 @@ describe("redis engine", () => {
     expect((error as Error).cause).toBeDefined();
   });
 
+  it("writes each user's follow sets with one command, however many records the load spreads over them", async () => {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      // Every user follows every other: about 250,000 records, more than one flush of 200,000, so
+      // grouping them per flush would send most followers sets in two commands.
+      const users = Array.from({ length: 500 }, (_, i) => user(`p${i}`, []));
+      const follows = users.flatMap((from) => users.filter((to) => to !== from).map((to) => ({ from: from.relationId, to: to.relationId })));
+      const before = await calls("sadd");
+      await writer.write(batch({ users, follows }));
+      expect((await calls("sadd")) - before).toBe(2 * users.length);
+      const [first, last] = (await reader.resolveRelationIds(["p0", "p499"])) as UserId[];
+      expect(await reader.userSetSizes("followers", [first!, last!])).toEqual([499, 499]);
+      expect((await reader.userSet("following", first!)).length).toBe(499);
+    });
+  });
+
+  it("writes each asset key with one command, however many records the load spreads over it", async () => {
+    await withReaderAndWriter(async ({ reader, writer, calls }) => {
+      // 500 users, one address each, each interacting with the same 500 contracts: 250,000 records.
+      const n = 500;
+      const address = (i: number) => `0x${"a".repeat(8)}${i.toString(16).padStart(32, "0")}`;
+      const contract = (j: number) => `0x${"c".repeat(8)}${j.toString(16).padStart(32, "0")}`;
+      const users = Array.from({ length: n }, (_, i) => user(`h${i}`, [address(i)]));
+      const interactions = Array.from({ length: n * n }, (_, k) => ({ address: address(k % n), contract: contract(Math.floor(k / n)) }));
+      const before = await calls("sadd");
+      await writer.write(batch({ users, interactions }));
+      // Per address, per user and per contract one SADD each, and the set of addresses with records
+      // in commands of 1,000 members.
+      expect((await calls("sadd")) - before).toBe(3 * n + (n * n) / 1_000);
+      const [first] = (await reader.resolveRelationIds(["h0"])) as UserId[];
+      expect((await reader.userAssets("contracts", first!)).length).toBe(n);
+      expect(await reader.assetHolderCounts("contracts", [contract(0), contract(n - 1)])).toEqual([n, n]);
+    });
+  });
+
+  it("keeps the last description of a friend pair recorded twice in one batch, as the memory engine does", async () => {
+    await withReaderAndWriter(async ({ reader, writer }) => {
+      const friends = [
+        { a: "ann", b: "ben", description: "first" },
+        { a: "ben", b: "cat", description: "other" },
+        { a: "ben", b: "ann", description: "last" },
+      ];
+      await writer.write(batch({ users: [user("ann", []), user("ben", []), user("cat", [])], friends }));
+      const [ann, ben, cat] = (await reader.resolveRelationIds(["ann", "ben", "cat"])) as UserId[];
+      expect(await reader.friendDescriptions(ann!, [ben!])).toEqual(["last"]);
+      expect(await reader.friendDescriptions(ben!, [ann!, cat!])).toEqual(["last", "other"]);
+    });
+  });
+
   it("keeps friend sets compact (intset encoding, few bytes per member)", async () => {
     await flushAll(server.url);
     const store = await createRedisStore({ url: server.url });

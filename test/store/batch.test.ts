@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { FollowColumns, FriendColumns, recordCount, referencedRelationIds } from "../../src/store/batch.js";
+import { batch, user } from "./store-acceptance.js";
+
+const friends = [
+  { a: "u1", b: "u2", description: "met at ETHDenver" },
+  { a: "u3", b: "u1", description: "" },
+  { a: "u2", b: "u3", description: "met at ETHDenver" },
+];
+const follows = [
+  { from: "u4", to: "u1" },
+  { from: "u1", to: "u5" },
+];
+
+describe("record columns", () => {
+  it("iterate as the records they were made of, in order", () => {
+    const friendColumns = FriendColumns.of(friends);
+    const followColumns = FollowColumns.of(follows);
+    expect(friendColumns.length).toBe(3);
+    expect([...friendColumns]).toEqual(friends);
+    expect(followColumns.length).toBe(2);
+    expect([...followColumns]).toEqual(follows);
+    // Names and descriptions are stored once each.
+    expect(friendColumns.names).toEqual(["u1", "u2", "u3"]);
+    expect(friendColumns.descriptions).toEqual(["met at ETHDenver", ""]);
+    expect(FriendColumns.of(friendColumns)).toBe(friendColumns);
+  });
+
+  it("give a batch the same record count and referenced relationIds as arrays", () => {
+    const users = [user("u9", []), user("u2", [])];
+    const asArrays = batch({ users, friends, follows });
+    const asColumns = batch({ users, friends: FriendColumns.of(friends), follows: FollowColumns.of(follows) });
+    expect(referencedRelationIds(asColumns)).toEqual(["u9", "u2", "u1", "u3", "u4", "u5"]);
+    expect(referencedRelationIds(asColumns)).toEqual(referencedRelationIds(asArrays));
+    expect(recordCount(asColumns)).toBe(recordCount(asArrays));
+  });
+});
