@@ -20,7 +20,7 @@
  */
 import type { Game, Identity, IdentityKind, Social } from "../domain/model.js";
 import { RELATION_ID_PATTERN, normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
-import { FollowColumns, FriendColumns, TextIndex } from "../store/batch.js";
+import { FollowColumns, FriendColumns, TextIndex, sortedByKey } from "../store/batch.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
 import { float64Column, int32Column, uint32Column, type NumberColumn } from "./columns.js";
 
@@ -407,8 +407,7 @@ class Validation implements LoadValidator {
     const b = this.friendB.view();
     const lo = a.map((ia, i) => Math.min(ia, b[i]!));
     const hi = a.map((ia, i) => Math.max(ia, b[i]!));
-    const byHi = countingSort(identityOrder(n), hi, this.relNames.length);
-    const order = countingSort(byHi, lo, this.relNames.length);
+    const order = sortedByKey(lo, this.relNames.length, sortedByKey(hi, this.relNames.length));
     let head = 0;
     for (let k = 1; k < n; k++) {
       const first = order[head]!;
@@ -468,21 +467,7 @@ function withoutMarked(values: Uint32Array, marked: Uint8Array): Uint32Array {
   return kept;
 }
 
-function identityOrder(n: number): Uint32Array {
-  const order = new Uint32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  return order;
-}
 
-/** Stable counting sort of `order` by key[order[i]], keys in [0, range). */
-function countingSort(order: Uint32Array, key: ArrayLike<number>, range: number): Uint32Array {
-  const start = new Uint32Array(range + 1);
-  for (const i of order) start[key[i]! + 1]!++;
-  for (let k = 1; k <= range; k++) start[k]! += start[k - 1]!;
-  const sorted = new Uint32Array(order.length);
-  for (const i of order) sorted[start[key[i]!]!++] = i;
-  return sorted;
-}
 
 function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -115,6 +115,25 @@ export class TextIndex {
   }
 }
 
+/**
+ * Positions 0..n-1 of `key` (or those of `order`, in that order) stably sorted by key, keys being
+ * integers in [0, range): a counting sort, linear where a comparison sort of millions of records
+ * would not be. Sorting by a minor key and then by a major one orders by both.
+ */
+export function sortedByKey(key: ArrayLike<number>, range: number, order?: Uint32Array): Uint32Array {
+  let positions = order;
+  if (!positions) {
+    positions = new Uint32Array(key.length);
+    for (let i = 0; i < key.length; i++) positions[i] = i;
+  }
+  const start = new Uint32Array(range + 1);
+  for (const i of positions) start[key[i]! + 1]!++;
+  for (let k = 1; k <= range; k++) start[k]! += start[k - 1]!;
+  const sorted = new Uint32Array(positions.length);
+  for (const i of positions) sorted[start[key[i]!]!++] = i;
+  return sorted;
+}
+
 /** Every relationId a batch names, its users' first, in order of first appearance. */
 export function referencedRelationIds(batch: IngestBatch): string[] {
   const referenced = new Set(batch.users.map((user) => user.relationId));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FollowColumns, FriendColumns, recordCount, referencedRelationIds } from "../../src/store/batch.js";
+import { FollowColumns, FriendColumns, recordCount, referencedRelationIds, sortedByKey } from "../../src/store/batch.js";
 import { batch, user } from "./store-acceptance.js";
 
 const friends = [
@@ -33,5 +33,17 @@ describe("record columns", () => {
     expect(referencedRelationIds(asColumns)).toEqual(["u9", "u2", "u1", "u3", "u4", "u5"]);
     expect(referencedRelationIds(asColumns)).toEqual(referencedRelationIds(asArrays));
     expect(recordCount(asColumns)).toBe(recordCount(asArrays));
+  });
+});
+
+describe("sortedByKey", () => {
+  it("orders positions by key, stably, and by two keys when sorted by the minor one first", () => {
+    const key = [2, 0, 1, 0, 2];
+    expect(Array.from(sortedByKey(key, 3))).toEqual([1, 3, 2, 0, 4]);
+    const major = [1, 0, 1, 0];
+    const minor = [0, 1, 1, 0];
+    // By major key, then minor: (0,0) is 3, (0,1) is 1, (1,0) is 0, (1,1) is 2.
+    expect(Array.from(sortedByKey(major, 2, sortedByKey(minor, 2)))).toEqual([3, 1, 0, 2]);
+    expect(Array.from(sortedByKey([], 1))).toEqual([]);
   });
 });

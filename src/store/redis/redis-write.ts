@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import {
@@ -303,7 +303,7 @@ class GroupedMembers {
     const { subjects, members, valueIndexes, length } = this;
     const { command, keyOf, values } = this.options;
     const memberTexts = this.options.members;
-    const order = groupOrder(subjects.subarray(0, length), this.options.subjects.length);
+    const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
       const key = keyOf(subject);
@@ -325,15 +325,6 @@ class GroupedMembers {
   }
 }
 
-/** Entry positions ordered by key (a stable counting sort), keys in [0, range). */
-function groupOrder(keys: Uint32Array, range: number): Uint32Array {
-  const start = new Uint32Array(range + 1);
-  for (const key of keys) start[key + 1]!++;
-  for (let k = 1; k <= range; k++) start[k]! += start[k - 1]!;
-  const order = new Uint32Array(keys.length);
-  for (let i = 0; i < keys.length; i++) order[start[keys[i]!]!++] = i;
-  return order;
-}
 
 /** What a batch's users change, computed from the state before the batch. */
 interface UserPlan {
