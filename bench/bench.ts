@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
-import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
+import { DATA_VERSION, RELATION_ID_INDEX } from "../src/store/redis/keys.js";
 import { effectiveCores } from "./calibrate.js";
 import { createDataset, type Dataset } from "./dataset.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measure.js";
@@ -140,6 +140,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
       port: relgraphPort,
       pid: relgraph.pid,
       apiKey,
+      emptyCaches: () => newDataVersion(redisUrl),
       diagnose: () => {
         const exit = relgraph.exited();
         return exit === null ? "" : `; relgraph has exited (${exit}), its last output:\n${relgraph.output().slice(-1_500)}`;
@@ -285,3 +286,14 @@ main(process.argv.slice(2)).then(
     process.exit(1);
   },
 );
+
+/** Sets a new data version, as a write does (src/store/redis/keys.ts): relgraph then empties its caches. */
+async function newDataVersion(redisUrl: string): Promise<void> {
+  const redis = createClient({ url: redisUrl });
+  await redis.connect();
+  try {
+    await redis.set(DATA_VERSION, `bench-${randomBytes(12).toString("hex")}`);
+  } finally {
+    await redis.close();
+  }
+}

@@ -16,6 +16,11 @@ export interface BenchTargets {
     port: number;
     pid: number;
     apiKey: string;
+    /**
+     * Empties relgraph's in-process caches, as any write does: sets a new data version
+     * (src/store/redis/keys.ts), which relgraph reads as each query starts.
+     */
+    emptyCaches(): Promise<void>;
     /** "" while relgraph runs; once it has exited, how it ended and the tail of its output. */
     diagnose(): string;
   };
@@ -87,6 +92,7 @@ export async function measureOp(plan: OpPlan, vias: readonly Via[], targets: Ben
   for (const via of plan.vias.filter((v) => vias.includes(v))) {
     log(`  ${plan.id} via ${via} …`);
     try {
+      if (plan.coldStart) await targets.relgraph.emptyCaches();
       const row = await measureVia(plan, via, concurrency, relgraphHttp, targets, result.problems);
       if (row) result.rows.push(row);
     } catch (error) {

@@ -26,6 +26,11 @@ export interface OpPlan {
   expected: number[] | null;
   /** Calls in flight at saturation; null uses --connections. */
   concurrency: number | null;
+  /**
+   * Whether every path starts from empty relgraph caches: where what relgraph keeps decides the
+   * figure, the path measured first would otherwise warm them for the paths after it.
+   */
+  coldStart: boolean;
   /** What was sampled, for the report. */
   sample: string;
 }
@@ -71,6 +76,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
         redisCommands: pairs.map((p) => ["SINTER", userSetKey("friends", idOf(p.a.relationId)), userSetKey("friends", idOf(p.b.relationId))]),
         expected: pairs.map((p) => Math.min(PAGE_SIZE, p.mutual)),
         concurrency: null,
+        coldStart: false,
         sample: describePairs(pairs),
       };
     }
@@ -86,6 +92,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
         redisCommands: pairs.map((p) => ["SINTER", addressAssetsKey("contracts", p.a), addressAssetsKey("contracts", p.b)]),
         expected: pairs.map((p) => p.common),
         concurrency: null,
+        coldStart: false,
         sample: `${pairs.length} address pairs with ≥ 2 contracts each; mean ${mean.toFixed(1)} contracts in common`,
       };
     }
@@ -93,7 +100,8 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
     case "rec-again": {
       // "rec" asks as many different users as a run makes calls, as a service asked by many people is;
       // "rec-again" asks the same few again and again (pages re-read, feeds refreshed): what relgraph
-      // keeps for the data version then serves most of each call.
+      // keeps for the data version then serves most of each call. Both start every path from empty
+      // caches (coldStart), then warm them for the warm-up's few seconds.
       const all = dataset.recommendUsers;
       const users = id === "rec" ? all : all.slice(0, REPEATED_RECOMMEND_USERS);
       return {
@@ -105,6 +113,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
         redisCommands: null,
         expected: null,
         concurrency: null,
+        coldStart: true,
         sample: `${users.length} median-band users (degree ${dataset.bands.median.minDegree}–${dataset.bands.median.maxDegree}), first page${id === "rec" ? "" : ", each asked again and again"}`,
       };
     }
@@ -136,6 +145,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
         // Encrypted: one EncryptedData per answer.
         expected: wallets.map(() => 1),
         concurrency: ENCRYPTED_CONCURRENCY,
+        coldStart: false,
         sample: `${wallets.length} bench-wallet users (${wallets[0]?.degree ?? 0} friends each), one SIWE authorization each, reused`,
       };
     }
