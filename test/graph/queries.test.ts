@@ -142,6 +142,21 @@ describe("recommendation snapshots", () => {
     await expect(queries.recommendations(a, { limit: 1, cursor: second.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
   });
 
+  it("refuses a cursor whose stored snapshot is damaged, asking to start again", async () => {
+    const store = createMemoryStore();
+    // A snapshot that is not a whole number of packed candidates, as a truncated value would be.
+    const damaged = new Proxy(store, {
+      get: (target, name, receiver) =>
+        name === "getPagingState" ? async () => Buffer.from([1, 2, 3, 4, 5]).toString("base64") : Reflect.get(target, name, receiver),
+    });
+    const { queries, idOf } = await queriesOver(base, {}, damaged);
+    const a = await idOf("a");
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
+    const next = queries.recommendations(a, { limit: 1, cursor: first.cursor });
+    await expect(next).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(next).rejects.toThrow(/start again with an empty cursor/);
+  });
+
   it("binds a recommendation cursor to its user", async () => {
     const { queries, idOf } = await queriesOver(base);
     const first = await queries.recommendations(await idOf("a"), { limit: 1, cursor: "" });
