@@ -107,8 +107,7 @@ class Validation implements LoadValidator {
   private readonly errors: { at: number; reason: string }[] = [];
   private errorCount = 0;
   // relationIds interned to dense indexes: equal strings are shared, and friend pairs sort as integers.
-  private readonly relIndex = new Map<string, number>();
-  private readonly relNames: string[] = [];
+  private readonly relationIds = new TextIndex();
   // Per relationId index: 0 not defined in the load, -1 defined by an invalid record, k users[k-1].
   private readonly definedAs = int32Column();
   private readonly pending = new Map<number, PendingRefs>();
@@ -195,8 +194,8 @@ class Validation implements LoadValidator {
     const kept = (column: NumberColumn<Uint32Array>) => withoutMarked(column.view(), duplicate);
     return {
       users: this.users,
-      friends: new FriendColumns(this.relNames, kept(this.friendA), kept(this.friendB), this.descriptions.texts, kept(this.friendDescription)),
-      follows: new FollowColumns(this.relNames, this.followFrom.view(), this.followTo.view()),
+      friends: new FriendColumns(this.relationIds.texts, kept(this.friendA), kept(this.friendB), this.descriptions.texts, kept(this.friendDescription)),
+      follows: new FollowColumns(this.relationIds.texts, this.followFrom.view(), this.followTo.view()),
       interactions: this.interactions,
       nfts: this.nfts,
       releases: this.releases,
@@ -206,12 +205,12 @@ class Validation implements LoadValidator {
   private addUser(record: Json, at: number): void {
     // The relationId comes first so that a user rejected for another field still counts as defined:
     // references to it then do not each add an "unknown relationId" error.
-    const idx = this.intern(relationIdOf(record.relationId, "relationId"));
+    const idx = this.relationIds.indexOf(relationIdOf(record.relationId, "relationId"));
     let user: UserInput;
     try {
       checkFields(record, USER_FIELDS, "user record");
       user = {
-        relationId: this.relNames[idx]!,
+        relationId: this.relationIds.texts[idx]!,
         name: textOf(record.name, "name"),
         avatar: textOf(record.avatar, "avatar"),
         addresses: this.addressList(record.addresses),
@@ -286,9 +285,9 @@ class Validation implements LoadValidator {
       }
       return;
     }
-    const interned = peers === "*" ? peers : peers.map((peer) => this.relNames[this.reference(peer, at)]!);
+    const interned = peers === "*" ? peers : peers.map((peer) => this.relationIds.texts[this.reference(peer, at)]!);
     this.releaseOf.set(idx, this.releases.length);
-    this.releases.push({ relationId: this.relNames[idx]!, peers: interned });
+    this.releases.push({ relationId: this.relationIds.texts[idx]!, peers: interned });
     this.releaseAt.push(at);
   }
 
@@ -310,16 +309,6 @@ class Validation implements LoadValidator {
     }
   }
 
-  private intern(relationId: string): number {
-    let idx = this.relIndex.get(relationId);
-    if (idx === undefined) {
-      idx = this.relNames.length;
-      this.relNames.push(relationId);
-      this.relIndex.set(relationId, idx);
-    }
-    return idx;
-  }
-
   private internAddress(address: string): string {
     const known = this.addressIntern.get(address);
     if (known !== undefined) return known;
@@ -329,7 +318,7 @@ class Validation implements LoadValidator {
 
   /** Interns a referenced relationId and remembers where, until the load defines it. */
   private reference(relationId: string, at: number): number {
-    const idx = this.intern(relationId);
+    const idx = this.relationIds.indexOf(relationId);
     if (this.definedAs.get(idx) !== 0) return idx;
     let refs = this.pending.get(idx);
     if (!refs) {
@@ -348,7 +337,7 @@ class Validation implements LoadValidator {
   }
 
   private isDefined(relationId: string): boolean {
-    const idx = this.relIndex.get(relationId);
+    const idx = this.relationIds.find(relationId);
     return idx !== undefined && this.definedAs.get(idx) !== 0;
   }
 
@@ -357,11 +346,11 @@ class Validation implements LoadValidator {
     const missing = [...this.pending.keys()];
     for (let start = 0; start < missing.length; start += LOOKUP_CHUNK) {
       const chunk = missing.slice(start, start + LOOKUP_CHUNK);
-      const ids = await store.resolveRelationIds(chunk.map((idx) => this.relNames[idx]!));
+      const ids = await store.resolveRelationIds(chunk.map((idx) => this.relationIds.texts[idx]!));
       chunk.forEach((idx, k) => {
         if (ids[k] !== null) return;
         const refs = this.pending.get(idx)!;
-        const reason = `unknown relationId ${show(this.relNames[idx]!)}: not in this load and not stored`;
+        const reason = `unknown relationId ${show(this.relationIds.texts[idx]!)}: not in this load and not stored`;
         for (const at of refs.at) this.error(at, reason);
         this.errorCount += refs.more;
       });
@@ -407,7 +396,7 @@ class Validation implements LoadValidator {
     const b = this.friendB.view();
     const lo = a.map((ia, i) => Math.min(ia, b[i]!));
     const hi = a.map((ia, i) => Math.max(ia, b[i]!));
-    const order = sortedByKey(lo, this.relNames.length, sortedByKey(hi, this.relNames.length));
+    const order = sortedByKey(lo, this.relationIds.texts.length, sortedByKey(hi, this.relationIds.texts.length));
     let head = 0;
     for (let k = 1; k < n; k++) {
       const first = order[head]!;
@@ -419,7 +408,7 @@ class Validation implements LoadValidator {
       duplicate[current] = 1;
       // Interned descriptions: equal indexes, equal texts.
       if (this.friendDescription.get(first) !== this.friendDescription.get(current)) {
-        const names = `${show(this.relNames[a[current]!])}–${show(this.relNames[b[current]!])}`;
+        const names = `${show(this.relationIds.texts[a[current]!])}–${show(this.relationIds.texts[b[current]!])}`;
         this.error(this.friendAt.get(current), `friend ${names} is already recorded with a different description at ${this.where(this.friendAt.get(first))}`);
       }
     }
@@ -466,8 +455,6 @@ function withoutMarked(values: Uint32Array, marked: Uint8Array): Uint32Array {
   for (let i = 0; i < values.length; i++) if (marked[i] === 0) kept[k++] = values[i]!;
   return kept;
 }
-
-
 
 function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);

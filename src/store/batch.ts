@@ -104,6 +104,7 @@ export class TextIndex {
   readonly #index = new Map<string, number>();
   readonly texts: string[] = [];
 
+  /** The index of `text`, which is numbered now if it is new. */
   indexOf(text: string): number {
     let index = this.#index.get(text);
     if (index === undefined) {
@@ -112,6 +113,11 @@ export class TextIndex {
       this.#index.set(text, index);
     }
     return index;
+  }
+
+  /** The index of `text`, or undefined when it was never numbered. */
+  find(text: string): number | undefined {
+    return this.#index.get(text);
   }
 }
 
