@@ -59,21 +59,16 @@ export async function writeBatch(
   await redis.sendAll(plan.staleEntries.map(([kind, value]) => ["HDEL", identityIndexKey(kind), value]));
 
   const buffer = new WriteBuffer();
+  const sender = new PipelinedSender(redis);
   let pending = 0;
   let written = 0;
-  // One flush is sent while the next is being built, so Redis and this process work in parallel.
-  let inFlight: Promise<void> = Promise.resolve();
   const flush = async () => {
-    const commands = buffer.drain();
     const records = pending;
     pending = 0;
-    await inFlight;
-    inFlight = redis.sendAll(commands).then(() => {
+    await sender.send(buffer.drain(), () => {
       written += records;
       if (written < total) onProgress?.({ written, total });
     });
-    // Marked handled here; the next flush (or the final await) still sees the failure.
-    inFlight.catch(() => {});
   };
   const id = (relationId: string) => idOf.get(relationId) as UserId;
 
@@ -99,7 +94,7 @@ export async function writeBatch(
     if (++pending >= RECORDS_PER_FLUSH) await flush();
   }
   await flush();
-  await inFlight;
+  await sender.done();
   for (const kind of ASSET_KINDS) {
     written += await writeAssets(redis, kind, kind === "contracts" ? batch.interactions : batch.nfts, plan.owners, (done) =>
       onProgress?.({ written: written + done, total }),
@@ -208,8 +203,8 @@ async function sendGroups(
   onProgress: (share: number) => void,
 ): Promise<void> {
   const totalArgs = groups.reduce((sum, group) => sum + group.args, 0);
+  const sender = new PipelinedSender(redis);
   let sentArgs = 0;
-  let inFlight: Promise<void> = Promise.resolve();
   let commands: string[][] = [];
   let args = 0;
   const send = async () => {
@@ -217,13 +212,10 @@ async function sendGroups(
     const sending = commands;
     commands = [];
     args = 0;
-    await inFlight;
-    inFlight = redis.sendAll(sending).then(() => {
+    await sender.send(sending, () => {
       sentArgs += batchArgs;
       if (sentArgs < totalArgs) onProgress(sentArgs / totalArgs);
     });
-    // Marked handled here; the next send (or the final await) still sees the failure.
-    inFlight.catch(() => {});
   };
   for (const group of groups) {
     for (const command of group.commands()) {
@@ -233,8 +225,31 @@ async function sendGroups(
     }
   }
   await send();
-  await inFlight;
+  await sender.done();
   onProgress(1);
+}
+
+/**
+ * Sends batches of commands one behind the other: a batch goes out while the caller builds the
+ * next, so Redis and this process work in parallel, and at most two batches are held at once.
+ */
+class PipelinedSender {
+  private inFlight: Promise<void> = Promise.resolve();
+
+  constructor(private readonly redis: RedisConnection) {}
+
+  /** Sends `commands` once the previous batch is answered; `onSent` runs when they are. Rejects with an earlier batch's failure. */
+  async send(commands: string[][], onSent: () => void): Promise<void> {
+    await this.inFlight;
+    this.inFlight = this.redis.sendAll(commands).then(onSent);
+    // Marked handled here; the next send (or done) still sees the failure.
+    this.inFlight.catch(() => {});
+  }
+
+  /** Resolves once every batch sent is answered; rejects with the failure of the last one. */
+  done(): Promise<void> {
+    return this.inFlight;
+  }
 }
 
 /** The users that columns of records name by index, with their ids. */
