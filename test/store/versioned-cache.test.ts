@@ -136,4 +136,34 @@ describe("DataVersion and its caches", () => {
     version.note("v2");
     expect([sets.size, sets.held]).toEqual([0, 0]);
   });
+
+  it("keeps evicting the oldest values, exactly as a list would, through thousands of evictions and version changes", async () => {
+    const version = new DataVersion();
+    const weightOf = (key: number) => 1 + (key % 5);
+    const sets = version.cache<number, number[]>(60, (members) => members.length);
+    // The reference: a plain list, oldest first.
+    let model: number[] = [];
+    const modelHeld = () => model.reduce((sum, key) => sum + weightOf(key), 0);
+    version.note("v0");
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let step = 0; step < 20_000; step++) {
+      if (step % 4_999 === 4_998) {
+        version.note(`v${step}`);
+        model = [];
+      }
+      const key = random(80);
+      let loaded = false;
+      await sets.getMany([key], async (keys) => {
+        loaded = true;
+        return keys.map((k) => Array.from({ length: weightOf(k) }, () => k));
+      });
+      expect(loaded).toBe(!model.includes(key));
+      if (loaded) {
+        model.push(key);
+        while (modelHeld() > 60) model.shift();
+      }
+      expect([sets.size, sets.held]).toEqual([model.length, modelHeld()]);
+    }
+  });
 });

@@ -71,6 +71,14 @@ export class DataVersion {
 export class VersionedMap<K, V> {
   private readonly entries = new Map<K, V>();
   private weight = 0;
+  /**
+   * Walks the entries oldest first, across calls. A Map keeps deleted entries as holes until it
+   * rehashes, so a fresh `entries.keys()` per eviction walked past every earlier eviction: once full,
+   * each insertion cost time in proportion to the evictions before it, which with a few million
+   * entries made cache upkeep the largest cost of a recommendation. Entries put again move behind
+   * it, so it always meets the oldest live entry next.
+   */
+  private oldest: IterableIterator<K> = this.entries.keys();
 
   constructor(
     private readonly version: DataVersion,
@@ -117,16 +125,25 @@ export class VersionedMap<K, V> {
   clear(): void {
     this.entries.clear();
     this.weight = 0;
+    this.oldest = this.entries.keys();
+  }
+
+  /** The oldest key held; only called while something is held (the weight is over capacity). */
+  private nextOldest(): K {
+    let next = this.oldest.next();
+    if (next.done) {
+      // An exhausted iterator stays exhausted, even once keys are added behind it.
+      this.oldest = this.entries.keys();
+      next = this.oldest.next();
+    }
+    return next.value as K;
   }
 
   private put(key: K, value: V): void {
     const weight = this.weigh(value);
     if (weight > this.capacity) return;
     this.remove(key);
-    for (const oldest of this.entries.keys()) {
-      if (this.weight + weight <= this.capacity) break;
-      this.remove(oldest);
-    }
+    while (this.weight + weight > this.capacity && this.entries.size > 0) this.remove(this.nextOldest());
     this.entries.set(key, value);
     this.weight += weight;
   }
@@ -138,3 +155,4 @@ export class VersionedMap<K, V> {
     this.weight -= this.weigh(value);
   }
 }
+
