@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UserId, UserRecord } from "../../src/domain/model.js";
-import { DataVersion } from "../../src/store/redis/versioned-cache.js";
+import { DataVersion, IdTable } from "../../src/store/redis/versioned-cache.js";
 
 const record = (id: UserId, name = `user ${id}`): UserRecord => ({ id, relationId: `u${id}`, name, avatar: "", addresses: [], social: null, game: null });
 
@@ -165,5 +165,19 @@ describe("DataVersion and its caches", () => {
       }
       expect([sets.size, sets.held]).toEqual([model.length, modelHeld()]);
     }
+  });
+});
+
+describe("IdTable", () => {
+  it("keeps values by id, dense ids in an array and any other safe integer beside it", () => {
+    const table = new IdTable<string>();
+    const ids = [1, 7, 3, 2 ** 24, 2 ** 40 + 3, 0];
+    ids.forEach((id) => table.set(id, `r${id}`));
+    table.set(7, "r7 again");
+    expect(ids.map((id) => table.get(id))).toEqual(["r1", "r7 again", "r3", `r${2 ** 24}`, `r${2 ** 40 + 3}`, "r0"]);
+    expect([table.get(2), table.get(2 ** 40), table.get(5_000_000), table.get(1.5)]).toEqual([undefined, undefined, undefined, undefined]);
+    expect(table.size).toBe(ids.length);
+    table.clear();
+    expect([table.size, table.get(1), table.get(2 ** 40 + 3)]).toEqual([0, undefined, undefined]);
   });
 });

@@ -21,7 +21,7 @@ import {
 } from "./keys.js";
 import { readUsers, writeBatch } from "./redis-write.js";
 import { cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
-import { DataVersion } from "./versioned-cache.js";
+import { DataVersion, IdTable } from "./versioned-cache.js";
 
 export type { RedisStoreOptions } from "./connection.js";
 
@@ -43,7 +43,7 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
   // this cache keeps a loop of its own (through VersionedMap it cost a recommendation ~20%). An id's
   // relationId never changes while the database lives, but a flushed and reloaded one reuses ids, so
   // it follows the data version like the others.
-  const relationIdCache = dataVersion.track(new Map<UserId, string>());
+  const relationIdCache = dataVersion.track(new IdTable<string>());
   const userCache = dataVersion.cache<UserId, UserRecord>(CACHED_USERS);
   const intersectionCache = dataVersion.cache<string, UserId[]>(CACHED_INTERSECTIONS);
   const setSizeCache = dataVersion.cache<string, number>(CACHED_SET_SIZES);
@@ -112,15 +112,21 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
     },
     async relationIds(ids: readonly UserId[]) {
       await trustDataVersion();
-      const missing = [...new Set(ids.filter((id) => !relationIdCache.has(id)))];
-      if (missing.length === 0) return ids.map((id) => relationIdCache.get(id) ?? "");
-      const known = ids.map((id) => relationIdCache.get(id));
+      const known: (string | undefined)[] = new Array<string | undefined>(ids.length);
+      const missing = new Set<UserId>();
+      for (let i = 0; i < ids.length; i++) {
+        const relationId = relationIdCache.get(ids[i]!);
+        if (relationId === undefined) missing.add(ids[i]!);
+        else known[i] = relationId;
+      }
+      if (missing.size === 0) return known as string[];
       const generation = dataVersion.generation;
-      const found = await hashGetMany(redis, RELATION_ID_BY_USER, missing.map(String));
-      const loaded = new Map(missing.map((id, i) => [id, found[i]]));
+      const asked = [...missing];
+      const found = await hashGetMany(redis, RELATION_ID_BY_USER, asked.map(String));
+      const loaded = new Map(asked.map((id, i) => [id, found[i]]));
       // Kept only if the version did not change meanwhile: then they may be of the older database.
       if (generation === dataVersion.generation) {
-        if (relationIdCache.size + missing.length > CACHED_RELATION_IDS) relationIdCache.clear();
+        if (relationIdCache.size + asked.length > CACHED_RELATION_IDS) relationIdCache.clear();
         for (const [id, relationId] of loaded) if (relationId != null) relationIdCache.set(id, relationId);
       }
       return ids.map((id, i) => known[i] ?? loaded.get(id) ?? "");
