@@ -1,5 +1,6 @@
 import { createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
+import { commandIdSetReads, respEndpointOf, RespIdSetReader, type IdSetReads } from "./id-sets.js";
 import { chunks } from "./set-reads.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
@@ -26,6 +27,8 @@ export interface RedisConnection {
   sendAll(commands: readonly string[][]): Promise<Reply[]>;
   /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
+  /** Sizes and members of UserId sets: a reader of its own on a standalone `redis://` server, else node-redis. */
+  readonly idSets: IdSetReads;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,8 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       send,
       sendAll,
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
+      // The slot routing stays node-redis's: a set read is one command per key anyway.
+      idSets: commandIdSetReads((key, args) => cluster.sendCommand(key, false, args)),
       close: () => closeQuietly(() => cluster.close()),
     };
   }
@@ -85,6 +90,8 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
   await connectOrThrow(() => client.connect());
   connected = true;
   const send = <T extends Reply>(_key: string | undefined, args: string[]) => client.sendCommand<T>(args);
+  const endpoint = respEndpointOf(options.url);
+  const idSets = endpoint ? new RespIdSetReader(endpoint, CONNECT_TIMEOUT_MS) : commandIdSetReads((_key, args) => client.sendCommand(args));
   return {
     engine: "redis",
     clustered: false,
@@ -94,7 +101,10 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
     },
-    close: () => closeQuietly(() => client.close()),
+    idSets,
+    close: async () => {
+      await Promise.all([idSets.close(), closeQuietly(() => client.close())]);
+    },
   };
 }
 

@@ -20,7 +20,7 @@ import {
   userSetKey,
 } from "./keys.js";
 import { readUsers, writeBatch } from "./redis-write.js";
-import { cardinalities, hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
+import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { DataVersion, IdTable } from "./versioned-cache.js";
 
 export type { RedisStoreOptions } from "./connection.js";
@@ -56,19 +56,17 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
   /** SCARD of each key, cached: recommendations size every neighbour's sets on every call. */
   const setSizes = async (keys: readonly string[]) => {
     await trustDataVersion();
-    return (await setSizeCache.getMany(keys, (missing) => cardinalities(redis, missing))) as number[];
+    return (await setSizeCache.getMany(keys, (missing) => redis.idSets.sizes(missing))) as number[];
   };
   /**
    * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), cached: the
-   * neighbourhoods recommendations expand overlap from call to call, and decoding their members
-   * from RESP (a string per member, then a number) was most of a recommendation's CPU and garbage.
+   * neighbourhoods recommendations expand overlap from call to call, and reading their members
+   * was most of a recommendation's CPU and garbage (see id-sets.ts for why they bypass node-redis).
    */
   const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {
     const sizes = await setSizes(keys);
     const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
-    const members = await setMemberCache.getMany(readable, (missing) =>
-      Promise.all(missing.map(async (key) => toIds(await redis.send<string[]>(key, ["SMEMBERS", key])))),
-    );
+    const members = await setMemberCache.getMany(readable, (missing) => redis.idSets.members(missing));
     const byKey = new Map(readable.map((key, i) => [key, members[i] ?? []]));
     return keys.map((key, i) => {
       if (sizes[i]! > maxSize) return null;

@@ -1,0 +1,327 @@
+import { connect, type Socket } from "node:net";
+import type { UserId } from "../../domain/model.js";
+
+/**
+ * SCARD and SMEMBERS of sets whose members are UserIds (friend, follow and asset-holder sets): the
+ * reads a recommendation makes by the hundred. Callers bound the sets they read by SCARD first, so a
+ * single SMEMBERS reply is never unbounded.
+ */
+export interface IdSetReads {
+  /** SCARD of each key, in one round trip. */
+  sizes(keys: readonly string[]): Promise<number[]>;
+  /** SMEMBERS of each key as UserIds, in one round trip ([] for a missing key). */
+  members(keys: readonly string[]): Promise<UserId[][]>;
+  close(): Promise<void>;
+}
+
+/** A command sender, as node-redis's client or cluster offers it. */
+export type SendCommand = <T>(key: string, args: string[]) => Promise<T>;
+
+/** IdSetReads through node-redis: for a cluster (which routes by slot) and for TLS URLs. */
+export function commandIdSetReads(send: SendCommand): IdSetReads {
+  return {
+    sizes: (keys) => Promise.all(keys.map((key) => send<number>(key, ["SCARD", key]))),
+    members: (keys) => Promise.all(keys.map(async (key) => (await send<string[]>(key, ["SMEMBERS", key])).map(Number))),
+    close: async () => {},
+  };
+}
+
+/** Where RespIdSetReader connects: a `redis://` URL's parts. */
+export interface RespEndpoint {
+  host: string;
+  port: number;
+  username: string;
+  password: string;
+  db: number;
+}
+
+/** The RespEndpoint of a `redis://` URL; null for any other scheme (TLS, unix socket), which node-redis serves. */
+export function respEndpointOf(url: string): RespEndpoint | null {
+  const parsed = new URL(url);
+  if (parsed.protocol !== "redis:") return null;
+  const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
+  if (!Number.isSafeInteger(db) || db < 0) return null;
+  return {
+    // An IPv6 host comes bracketed in a URL, and net.connect wants it bare.
+    host: (parsed.hostname || "localhost").replace(/^\[(.*)\]$/, "$1"),
+    port: parsed.port === "" ? 6379 : Number(parsed.port),
+    username: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    db,
+  };
+}
+
+/**
+ * Thrown when Redis's reply stream holds something a set read cannot be: a member that is not a
+ * UserId, or a reply of the wrong shape. The connection is dropped, as the stream can no longer be
+ * trusted to line up with the commands sent.
+ */
+export class UnexpectedReplyError extends Error {
+  override name = "UnexpectedReplyError";
+}
+
+/** Thrown when Redis answers a command with an error reply (the reply's text is the message). */
+export class RedisReplyError extends Error {
+  override name = "RedisReplyError";
+}
+
+/**
+ * IdSetReads over a socket of its own to a standalone Redis, speaking just enough RESP2 for SCARD and
+ * SMEMBERS, with members parsed from the reply bytes straight into numbers.
+ *
+ * Why not node-redis: it costs about 9 µs of CPU per command and 0.4 µs per member (a string per
+ * member, then a number), which made reading a median user's neighbourhood (~90 SCARD and ~80
+ * SMEMBERS of ~4,000 ids) most of a cold recommendation's CPU. This reader does the same in about a
+ * fifth of that. Everything else stays on node-redis.
+ *
+ * Connects on first use and again after any failure; commands pending on a failed connection are
+ * rejected, never resent (they are reads, so the caller may retry).
+ */
+export class RespIdSetReader implements IdSetReads {
+  private link: RespLink | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly endpoint: RespEndpoint,
+    private readonly connectTimeoutMs: number,
+  ) {}
+
+  sizes(keys: readonly string[]): Promise<number[]> {
+    return this.send("SCARD", keys, "integer") as Promise<number[]>;
+  }
+
+  members(keys: readonly string[]): Promise<UserId[][]> {
+    return this.send("SMEMBERS", keys, "ids") as Promise<UserId[][]>;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.link?.close();
+    this.link = null;
+  }
+
+  private send(command: string, keys: readonly string[], expect: Expect): Promise<Reply[]> {
+    if (this.closed) return Promise.reject(new Error("the set reader is closed"));
+    if (keys.length === 0) return Promise.resolve([]);
+    let link = this.link;
+    if (link === null || link.broken) {
+      link = new RespLink(this.endpoint, this.connectTimeoutMs);
+      this.link = link;
+    }
+    return link.send(command, keys, expect);
+  }
+}
+
+/** What a command's reply must be: an integer, a set of UserIds, or the +OK of a handshake command. */
+type Expect = "integer" | "ids" | "ok";
+type Reply = number | UserId[] | string | RedisReplyError;
+
+/** Commands sent together and answered together: one promise per round trip, not one per command. */
+interface Batch {
+  expect: Expect;
+  replies: Reply[];
+  remaining: number;
+  resolve(replies: Reply[]): void;
+  reject(error: Error): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+const CR = 13;
+const ZERO = 48;
+const NINE = 57;
+const MINUS = 45;
+const DOLLAR = 36;
+/** Digits of the largest safe integer: a longer member cannot be a UserId. */
+const MAX_ID_DIGITS = 15;
+/** Settled batches kept at the queue's head before it is compacted. */
+const COMPACT_AFTER = 1_024;
+/** parseReply's answer when the buffered bytes end inside the reply. */
+const INCOMPLETE = -1;
+
+/** One connection and the batches waiting on it, in the order their commands were sent. */
+class RespLink {
+  broken = false;
+  private readonly socket: Socket;
+  private readonly waiting: Batch[] = [];
+  private head = 0;
+  private buffered: Buffer = EMPTY;
+  /** The reply parseReply just read. */
+  private value: Reply = 0;
+
+  constructor(endpoint: RespEndpoint, connectTimeoutMs: number) {
+    const socket = connect({ host: endpoint.host, port: endpoint.port, noDelay: true });
+    const timer = setTimeout(() => socket.destroy(new Error(`no connection to Redis within ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    socket.once("connect", () => clearTimeout(timer));
+    socket.on("data", (chunk: Buffer) => this.received(chunk));
+    socket.on("error", (error) => this.fail(error));
+    socket.on("close", () => {
+      clearTimeout(timer);
+      this.fail(new Error("the connection to Redis closed"));
+    });
+    this.socket = socket;
+    // Writes before the connection is up are buffered by the socket, so the handshake and the first
+    // reads go out together. A refused handshake fails the link, and with it those reads (settle).
+    const handshake: string[][] = [];
+    if (endpoint.password !== "") handshake.push(endpoint.username === "" ? ["AUTH", endpoint.password] : ["AUTH", endpoint.username, endpoint.password]);
+    if (endpoint.db !== 0) handshake.push(["SELECT", String(endpoint.db)]);
+    for (const args of handshake) {
+      this.enqueue([args], "ok").catch(() => {});
+    }
+  }
+
+  send(command: string, keys: readonly string[], expect: Expect): Promise<Reply[]> {
+    return this.enqueue(
+      keys.map((key) => [command, key]),
+      expect,
+    );
+  }
+
+  close(): Promise<void> {
+    this.broken = true;
+    if (this.socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.socket.once("close", () => resolve());
+      this.socket.destroy();
+    });
+  }
+
+  private enqueue(commands: readonly string[][], expect: Expect): Promise<Reply[]> {
+    if (this.broken) return Promise.reject(new Error("the connection to Redis failed"));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ expect, replies: [], remaining: commands.length, resolve, reject });
+      this.socket.write(encodeCommands(commands));
+    });
+  }
+
+  /** Rejects everything waiting; the reader opens a new link for the next call. */
+  private fail(error: Error): void {
+    this.broken = true;
+    if (!this.socket.destroyed) this.socket.destroy();
+    const waiting = this.waiting.splice(this.head);
+    this.waiting.length = 0;
+    this.head = 0;
+    this.buffered = EMPTY;
+    for (const batch of waiting) batch.reject(error);
+  }
+
+  private received(chunk: Buffer): void {
+    const bytes = this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
+    let at = 0;
+    try {
+      while (this.head < this.waiting.length) {
+        const batch = this.waiting[this.head]!;
+        const next = this.parseReply(bytes, at, batch.expect);
+        if (next === INCOMPLETE) break;
+        at = next;
+        batch.replies.push(this.value);
+        if (--batch.remaining === 0) {
+          this.head++;
+          if (!this.settle(batch)) return;
+        }
+      }
+    } catch (error) {
+      this.fail(error as Error);
+      return;
+    }
+    if (this.head === this.waiting.length) {
+      this.waiting.length = 0;
+      this.head = 0;
+    } else if (this.head >= COMPACT_AFTER) {
+      // Under steady load the queue may never drain: drop the settled batches now and then.
+      this.waiting.splice(0, this.head);
+      this.head = 0;
+    }
+    // A partial reply is parsed again from its start once the rest arrives: replies are bounded
+    // sets, so this costs a few re-reads at most.
+    this.buffered = at === bytes.length ? EMPTY : bytes.subarray(at);
+  }
+
+  /** Resolves or rejects a batch whose replies are all in; false when that failed the whole link. */
+  private settle(batch: Batch): boolean {
+    const failure = batch.replies.find((reply) => reply instanceof RedisReplyError);
+    if (failure === undefined) {
+      batch.resolve(batch.replies);
+      return true;
+    }
+    batch.reject(failure);
+    // A refused AUTH or SELECT: the reads sent behind it must not run as another user or database.
+    if (batch.expect === "ok") this.fail(failure);
+    return batch.expect !== "ok";
+  }
+
+  /** Reads one reply at `at` into this.value; returns the offset after it, or INCOMPLETE. */
+  private parseReply(bytes: Buffer, at: number, expect: Expect): number {
+    const lineEnd = endOfLine(bytes, at);
+    if (lineEnd === INCOMPLETE) return INCOMPLETE;
+    const type = String.fromCharCode(bytes[at]!);
+    if (type === "-") {
+      this.value = new RedisReplyError(bytes.toString("utf8", at + 1, lineEnd));
+      return lineEnd + 2;
+    }
+    if (expect === "ok" && type === "+") {
+      this.value = bytes.toString("utf8", at + 1, lineEnd);
+      return lineEnd + 2;
+    }
+    if (expect === "integer" && type === ":") {
+      this.value = parseDecimal(bytes, at + 1, lineEnd);
+      return lineEnd + 2;
+    }
+    if (expect === "ids" && type === "*") {
+      const count = parseDecimal(bytes, at + 1, lineEnd);
+      return this.parseIds(bytes, lineEnd + 2, count);
+    }
+    throw new UnexpectedReplyError(`Redis replied with a "${type}" reply where a set read expected ${expect}`);
+  }
+
+  private parseIds(bytes: Buffer, start: number, count: number): number {
+    const ids: UserId[] = new Array<UserId>(count);
+    let at = start;
+    for (let i = 0; i < count; i++) {
+      // "$<length>\r\n<digits>\r\n", scanned by hand: this loop runs for every member read.
+      if (at >= bytes.length) return INCOMPLETE;
+      if (bytes[at] !== DOLLAR) throw new UnexpectedReplyError("a set member reply is not a bulk string");
+      let length = 0;
+      let digitsAt = at + 1;
+      for (; digitsAt < bytes.length && bytes[digitsAt] !== CR; digitsAt++) length = length * 10 + digitOf(bytes[digitsAt]!);
+      const begin = digitsAt + 2;
+      if (begin + length + 2 > bytes.length) return INCOMPLETE;
+      if (length === 0 || length > MAX_ID_DIGITS) throw new UnexpectedReplyError("a set member is not a user id");
+      let id = 0;
+      for (let d = begin; d < begin + length; d++) id = id * 10 + digitOf(bytes[d]!);
+      ids[i] = id;
+      at = begin + length + 2;
+    }
+    this.value = ids;
+    return at;
+  }
+}
+
+/** The offset of the CR ending the line that starts at `at`, or INCOMPLETE when its CRLF has not arrived. */
+function endOfLine(bytes: Buffer, at: number): number {
+  const cr = bytes.indexOf(CR, at);
+  return cr === -1 || cr + 1 >= bytes.length ? INCOMPLETE : cr;
+}
+
+/** A non-negative decimal; RESP's "-1" (a null reply) reads as 0, an empty set. */
+function parseDecimal(bytes: Buffer, from: number, to: number): number {
+  if (to - from === 2 && bytes[from] === MINUS && bytes[from + 1] === ZERO + 1) return 0;
+  if (to === from) throw new UnexpectedReplyError("Redis sent an empty number");
+  let value = 0;
+  for (let i = from; i < to; i++) value = value * 10 + digitOf(bytes[i]!);
+  return value;
+}
+
+function digitOf(byte: number): number {
+  if (byte < ZERO || byte > NINE) throw new UnexpectedReplyError("Redis sent a number that is not a non-negative decimal");
+  return byte - ZERO;
+}
+
+/** Commands in RESP's array-of-bulk-strings form, as one string: one socket write per batch. */
+function encodeCommands(commands: readonly string[][]): string {
+  let text = "";
+  for (const args of commands) {
+    text += `*${args.length}\r\n`;
+    for (const arg of args) text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+  }
+  return text;
+}
