@@ -30,31 +30,19 @@ export interface Candidate {
 export type SignalSets = { readonly [S in Signal]: readonly ArrayLike<UserId>[] };
 
 /**
- * The candidates that can still make the top `max` once ties are broken: everyone scoring at least
- * the max-th best score. Only these need their relationIds fetched for the tie-break. Parallel
- * typed arrays rather than an object per candidate: a call sees thousands of candidates, and
- * per-candidate objects were a large share of this path's garbage.
- */
-export interface Contenders {
-  /** Float64, like SlotTable's keys: any safe-integer UserId is kept exactly. */
-  readonly ids: Float64Array;
-  readonly scores: Int32Array;
-  /** SIGNALS.length counts per contender, in SIGNALS order. */
-  readonly counts: Int32Array;
-}
-
-/**
  * Tallies every occurrence of every signal per candidate, skipping `excluded` (the user and their
- * friends), and keeps the contenders for the top `max`. The cutoff comes from a histogram of
- * scores, in linear time, without sorting every candidate.
+ * friends), and ranks the contenders for the top `max`: everyone scoring at least the max-th best
+ * score, so that ties at the cutoff are all kept for the relationId tie-break. The cutoff comes from
+ * a histogram of scores, in linear time, without sorting every candidate.
  */
-export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Contenders {
+export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Ranking {
   let occurrences = excluded.length;
   for (const signal of SIGNALS) for (const set of sets[signal]) occurrences += set.length;
   const slots = new SlotTable(occurrences);
   for (let i = 0; i < excluded.length; i++) slots.exclude(excluded[i]!);
 
-  // At most one candidate per occurrence, so these never grow.
+  // At most one candidate per occurrence, so these never grow. Typed arrays rather than an object
+  // per candidate: a call sees thousands of candidates.
   const ids = new Float64Array(occurrences);
   const counts = new Int32Array(occurrences * SIGNALS.length);
   let candidates = 0;
@@ -82,49 +70,122 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
     scores[slot] = score;
     if (score > best) best = score;
   }
-  let cutoff = 0;
-  if (candidates > max) {
-    const histogram = new Int32Array(best + 1);
-    for (let slot = 0; slot < candidates; slot++) histogram[scores[slot]!]! += 1;
-    let seen = 0;
-    for (cutoff = best; cutoff > 0; cutoff--) {
-      seen += histogram[cutoff]!;
-      if (seen >= max) break;
+  // runStart[best - score]: where that score's run begins, best first; the last entry is the total.
+  const runStart = new Int32Array(best + 2);
+  for (let slot = 0; slot < candidates; slot++) runStart[best - scores[slot]! + 1]! += 1;
+  for (let run = 1; run < runStart.length; run++) runStart[run]! += runStart[run - 1]!;
+  let kept = candidates;
+  for (let run = 1; run < runStart.length; run++) {
+    if (runStart[run]! >= max) {
+      kept = runStart[run]!;
+      break;
     }
   }
 
-  let kept = 0;
+  // Each run in ascending id order, a canonical order that needs no lookup: the ids are sorted
+  // natively, and their slots found again through the table.
+  const ordered = new Float64Array(kept);
+  const next = runStart.slice();
   for (let slot = 0; slot < candidates; slot++) {
-    if (scores[slot]! < cutoff) continue;
-    ids[kept] = ids[slot]!;
-    scores[kept] = scores[slot]!;
-    counts.copyWithin(kept * SIGNALS.length, slot * SIGNALS.length, (slot + 1) * SIGNALS.length);
-    kept++;
+    const at = next[best - scores[slot]!]!++;
+    if (at < kept) ordered[at] = ids[slot]!;
   }
-  return { ids: ids.subarray(0, kept), scores: scores.subarray(0, kept), counts: counts.subarray(0, kept * SIGNALS.length) };
+  const ranking = new Uint32Array(kept * RANKED_WORDS);
+  for (let run = 0; run + 1 < runStart.length && runStart[run]! < kept; run++) {
+    const ranked = ordered.subarray(runStart[run]!, Math.min(runStart[run + 1]!, kept)).sort();
+    for (let i = 0; i < ranked.length; i++) {
+      const id = ranked[i]!;
+      const slot = slots.slotOf(id);
+      const at = (runStart[run]! + i) * RANKED_WORDS;
+      ranking[at] = Math.floor(id / 2 ** 32);
+      ranking[at + 1] = id % 2 ** 32;
+      ranking[at + 2] = scores[slot]!;
+      for (let s = 0; s < SIGNALS.length; s++) ranking[at + 3 + s] = counts[slot * SIGNALS.length + s]!;
+    }
+  }
+  return new Ranking(ranking);
 }
 
 /** SIGNAL_WEIGHTS in SIGNALS order. */
 const WEIGHTS = SIGNALS.map((signal) => SIGNAL_WEIGHTS[signal]);
 
-/** Orders contenders by descending score, ties by ascending relationId, and keeps the first `max`. */
-export function rankCandidates(contenders: Contenders, relationIds: readonly string[], max: number): Candidate[] {
-  const { ids, scores, counts } = contenders;
-  // Plain loops rather than Array.from: this runs for hundreds of contenders on every first page.
-  const order: number[] = [];
-  for (let i = 0; i < ids.length; i++) order.push(i);
-  order.sort((a, b) => {
-    const ra = relationIds[a] ?? "";
-    const rb = relationIds[b] ?? "";
-    return scores[b]! - scores[a]! || (ra < rb ? -1 : ra > rb ? 1 : 0);
-  });
-  const ranked: Candidate[] = [];
-  for (const i of order.slice(0, max)) {
-    const row: number[] = [];
-    for (let s = i * SIGNALS.length; s < (i + 1) * SIGNALS.length; s++) row.push(counts[s]!);
-    ranked.push({ id: ids[i]!, score: scores[i]!, counts: row });
+/** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
+const RANKED_WORDS = 3 + SIGNALS.length;
+
+/**
+ * Contenders best first, packed: by descending score, and within a score by ascending id. The order
+ * served breaks score ties by relationId instead, but a page only needs the runs of equal score it
+ * overlaps sorted that way (tieSpan, window), so a first page looks up a few dozen relationIds, not
+ * every contender's. The packed words are also what a snapshot stores and a fingerprint hashes.
+ */
+export class Ranking {
+  constructor(private readonly words: Uint32Array) {}
+
+  /** The ranking packed by `bytes`; null when they cannot be one. */
+  static fromBytes(bytes: Uint8Array): Ranking | null {
+    if (bytes.length % (RANKED_WORDS * 4) !== 0) return null;
+    // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
+    return new Ranking(new Uint32Array(new Uint8Array(bytes).buffer));
   }
-  return ranked;
+
+  get bytes(): Buffer {
+    return Buffer.from(this.words.buffer, this.words.byteOffset, this.words.byteLength);
+  }
+
+  get length(): number {
+    return this.words.length / RANKED_WORDS;
+  }
+
+  id(position: number): UserId {
+    const at = position * RANKED_WORDS;
+    return this.words[at]! * 2 ** 32 + this.words[at + 1]!;
+  }
+
+  score(position: number): number {
+    return this.words[position * RANKED_WORDS + 2]!;
+  }
+
+  /** The count of each signal, in SIGNALS order, at `position`. */
+  counts(position: number): number[] {
+    const at = position * RANKED_WORDS + 3;
+    return Array.from(this.words.subarray(at, at + SIGNALS.length));
+  }
+
+  /** The ids of positions [from, to). */
+  ids(from: number, to: number): UserId[] {
+    const ids: UserId[] = [];
+    for (let position = from; position < to; position++) ids.push(this.id(position));
+    return ids;
+  }
+
+  /** Positions [start, end): the whole runs of equal score that positions [from, to) overlap. */
+  tieSpan(from: number, to: number): [start: number, end: number] {
+    if (from >= to) return [from, from];
+    let start = from;
+    while (start > 0 && this.score(start - 1) === this.score(from)) start--;
+    let end = to;
+    while (end < this.length && this.score(end) === this.score(to - 1)) end++;
+    return [start, end];
+  }
+
+  /**
+   * Positions [from, to) of the served order, ties by ascending relationId: `relationIds` are those
+   * of the positions tieSpan(from, to) gives, in order.
+   */
+  window(from: number, to: number, relationIds: readonly string[]): Candidate[] {
+    const [start, end] = this.tieSpan(from, to);
+    const positions: number[] = [];
+    for (let position = start; position < end; position++) positions.push(position);
+    const relationIdOf = (position: number) => relationIds[position - start] ?? "";
+    positions.sort((a, b) => {
+      const ra = relationIdOf(a);
+      const rb = relationIdOf(b);
+      return this.score(b) - this.score(a) || (ra < rb ? -1 : ra > rb ? 1 : 0);
+    });
+    return positions
+      .slice(from - start, to - start)
+      .map((position) => ({ id: this.id(position), score: this.score(position), counts: this.counts(position) }));
+  }
 }
 
 /** SlotTable.slotOf of an id never seen. */

@@ -3,7 +3,7 @@ import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
-import { describeCandidate, rankCandidates, SIGNALS, tallyContenders, type Candidate } from "../domain/recommend.js";
+import { describeCandidate, Ranking, tallyContenders } from "../domain/recommend.js";
 import type { GraphStore } from "../store/store.js";
 
 /** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
@@ -139,14 +139,13 @@ export class GraphQueries {
    */
   async recommendations(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
     const scope = `rec:${id}`;
-    let ranking: Candidate[];
+    let ranking: Ranking;
     let fingerprint: string;
-    let packed: Buffer | null = null;
     let offset = 0;
-    if (page.cursor === "") {
+    const firstPage = page.cursor === "";
+    if (firstPage) {
       ranking = await this.rankRecommendations(id);
-      packed = packRanking(ranking);
-      fingerprint = fingerprintOf(packed);
+      fingerprint = fingerprintOf(ranking);
     } else {
       const state = this.cursors.decode(scope, page.cursor);
       if (typeof state.f !== "string" || !Number.isSafeInteger(state.o) || (state.o as number) < 0) {
@@ -156,30 +155,39 @@ export class GraphQueries {
       offset = state.o as number;
       ranking = await this.loadSnapshot(id, fingerprint);
     }
-    const slice = ranking.slice(offset, offset + page.limit);
-    const hasMore = offset + page.limit < ranking.length;
-    if (packed !== null && hasMore) {
-      await this.store.putPagingState(snapshotKey(id, fingerprint), packed.toString("base64"), this.limits.snapshotTtlSeconds);
+    // The ranking keeps every tie at the cutoff; the chain served stops at maxResults.
+    const served = Math.min(ranking.length, this.limits.maxResults);
+    const end = Math.min(offset + page.limit, served);
+    const hasMore = end < served;
+    if (firstPage && hasMore) {
+      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds);
     }
+    const [tiesFrom, tiesTo] = ranking.tieSpan(offset, end);
+    const slice = ranking.window(offset, end, await this.store.relationIds(ranking.ids(tiesFrom, tiesTo)));
     const users = await this.hydrate(slice.map((c) => c.id));
+    const countsOf = new Map(slice.map((c) => [c.id, c.counts]));
     return {
-      items: users.map((user, i) => ({ user, description: describeCandidate(slice[i]!.counts) })),
-      cursor: hasMore ? this.cursors.encode(scope, { f: fingerprint, o: offset + page.limit }) : "",
+      items: users.map((user) => ({ user, description: describeCandidate(countsOf.get(user.id) ?? []) })),
+      cursor: hasMore ? this.cursors.encode(scope, { f: fingerprint, o: end }) : "",
     };
   }
 
-  private async loadSnapshot(id: UserId, fingerprint: string): Promise<Candidate[]> {
+  private async loadSnapshot(id: UserId, fingerprint: string): Promise<Ranking> {
     const stored = await this.store.getPagingState(snapshotKey(id, fingerprint));
-    if (stored !== null) return unpackRanking(Buffer.from(stored, "base64"));
+    if (stored !== null) {
+      const ranking = Ranking.fromBytes(Buffer.from(stored, "base64"));
+      if (ranking === null) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
+      return ranking;
+    }
     // The snapshot expired or was evicted: a recomputation with the same fingerprint is the same chain.
     const ranking = await this.rankRecommendations(id);
-    if (fingerprintOf(packRanking(ranking)) !== fingerprint) {
+    if (fingerprintOf(ranking) !== fingerprint) {
       throw new InvalidCursorError("cursor has expired: the graph changed since the first page; start again with an empty cursor");
     }
     return ranking;
   }
 
-  private async rankRecommendations(id: UserId): Promise<Candidate[]> {
+  private async rankRecommendations(id: UserId): Promise<Ranking> {
     const { store, limits } = this;
     const [friends, following, followers, contracts, nfts] = await Promise.all([
       store.userSet("friends", id),
@@ -195,13 +203,11 @@ export class GraphQueries {
       this.expandAssets("contracts", contracts),
       this.expandAssets("nfts", nfts),
     ]);
-    const contenders = tallyContenders(
+    return tallyContenders(
       [id, ...friends],
       { mutualFriends, sharedFollowings, sharedFollowers, sharedContracts, sharedNfts },
       limits.maxResults,
     );
-    const relationIds = await store.relationIds(Array.from(contenders.ids));
-    return rankCandidates(contenders, relationIds, limits.maxResults);
   }
 
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
@@ -281,40 +287,11 @@ async function readSets(sets: Promise<(ArrayLike<UserId> | null)[]>): Promise<Ar
   return (await sets).filter((set) => set !== null);
 }
 
-/** Snapshots are packed (packRanking); the "v2" keeps a JSON snapshot of an earlier release from ever being read as one. */
+/** Snapshots are packed rankings (Ranking.bytes); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {
-  return `rec:v2:${id}:${fingerprint}`;
+  return `rec:v3:${id}:${fingerprint}`;
 }
 
-/** Int32 words per candidate in a packed ranking: id, score, then one count per signal. */
-const PACKED_WORDS = 2 + SIGNALS.length;
-
-/**
- * A ranking as bytes: what a snapshot stores and what its fingerprint hashes, built once per first
- * page (JSON and a string per candidate cost about 8% of a recommendation).
- */
-function packRanking(ranking: readonly Candidate[]): Buffer {
-  const words = new Int32Array(ranking.length * PACKED_WORDS);
-  ranking.forEach((c, i) => {
-    const at = i * PACKED_WORDS;
-    words[at] = c.id;
-    words[at + 1] = c.score;
-    words.set(c.counts, at + 2);
-  });
-  return Buffer.from(words.buffer, words.byteOffset, words.byteLength);
-}
-
-function unpackRanking(bytes: Buffer): Candidate[] {
-  if (bytes.length % (PACKED_WORDS * 4) !== 0) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
-  // Copied into an aligned buffer: a Buffer decoded from base64 may start at any byte offset.
-  const words = new Int32Array(new Uint8Array(bytes).buffer);
-  const ranking: Candidate[] = [];
-  for (let at = 0; at < words.length; at += PACKED_WORDS) {
-    ranking.push({ id: words[at]!, score: words[at + 1]!, counts: Array.from(words.subarray(at + 2, at + PACKED_WORDS)) });
-  }
-  return ranking;
-}
-
-function fingerprintOf(packed: Buffer): string {
-  return createHash("sha256").update(packed).digest("base64url").slice(0, 22);
+function fingerprintOf(ranking: Ranking): string {
+  return createHash("sha256").update(ranking.bytes).digest("base64url").slice(0, 22);
 }

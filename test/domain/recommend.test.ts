@@ -3,9 +3,8 @@ import {
   SIGNALS,
   SIGNAL_WEIGHTS,
   describeCandidate,
-  rankCandidates,
+  Ranking,
   tallyContenders,
-  type Contenders,
   type SignalSets,
 } from "../../src/domain/recommend.js";
 import { createPrng } from "../../src/ingest/prng.js";
@@ -22,14 +21,9 @@ describe("recommendation scoring", () => {
     sharedFollowers: [],
     ...partial,
   });
-  /** Contenders as one object per candidate, keyed by id. */
-  const byId = (contenders: Contenders) =>
-    new Map(
-      Array.from(contenders.ids, (id, i) => [
-        id,
-        { score: contenders.scores[i], counts: Array.from(contenders.counts.subarray(i * SIGNALS.length, (i + 1) * SIGNALS.length)) },
-      ]),
-    );
+  /** A ranking as one object per candidate, keyed by id. */
+  const byId = (ranking: Ranking) =>
+    new Map(ranking.ids(0, ranking.length).map((id, i) => [id, { score: ranking.score(i), counts: ranking.counts(i) }]));
 
   it("counts one occurrence per signal set membership and skips excluded users", () => {
     const contenders = tallyContenders(
@@ -54,7 +48,10 @@ describe("recommendation scoring", () => {
   it("keeps every contender that can still make the top max once ties are broken", () => {
     // id 1 scores 3; id 2 scores 2; ids 3 and 4 score 1 each.
     const input = sets({ mutualFriends: [[1]], sharedContracts: [[2, 3, 4], [2]] });
-    const ids = (max: number) => Array.from(tallyContenders([], input, max).ids).sort();
+    const ids = (max: number) => {
+      const ranking = tallyContenders([], input, max);
+      return ranking.ids(0, ranking.length).sort();
+    };
     // Top 2: id 1 (3), id 2 (2). Top 3: the third place is a tie among 3 and 4, so both stay.
     expect(ids(2)).toEqual([1, 2]);
     expect(ids(3)).toEqual([1, 2, 3, 4]);
@@ -88,18 +85,40 @@ describe("recommendation scoring", () => {
     }
   });
 
-  it("ranks by descending score, ties by ascending relationId in string order, and cuts at max", () => {
-    const contenders: Contenders = {
-      ids: Float64Array.from([1, 2, 3, 4, 5]),
-      scores: Int32Array.from([2, 5, 2, 2, 1]),
-      counts: Int32Array.from({ length: 5 * SIGNALS.length }, (_, i) => i),
+  it("ranks by descending score then ascending id, and serves each page's ties by ascending relationId", () => {
+    // Scores: 7 → 5 (a mutual friend and an NFT); 40 and 3 → 3; 2 ** 40 and 9 → 2; 1 → 1.
+    const ranking = tallyContenders(
+      [],
+      sets({ mutualFriends: [[40], [7, 3]], sharedNfts: [[7, 2 ** 40, 9]], sharedContracts: [[1]] }),
+      10,
+    );
+    expect(ranking.ids(0, ranking.length)).toEqual([7, 3, 40, 9, 2 ** 40, 1]);
+    expect([0, 1, 2, 3, 4, 5].map((i) => ranking.score(i))).toEqual([5, 3, 3, 2, 2, 1]);
+    // Positions 1..2 tie at 3, 3..4 at 2: a window is widened to the whole runs it overlaps.
+    expect(ranking.tieSpan(0, 1)).toEqual([0, 1]);
+    expect(ranking.tieSpan(0, 2)).toEqual([0, 3]);
+    expect(ranking.tieSpan(2, 4)).toEqual([1, 5]);
+    expect(ranking.tieSpan(5, 5)).toEqual([5, 5]);
+    const relationIdOf = new Map([[7, "u7"], [3, "u9"], [40, "bob"], [9, "u10"], [2 ** 40, "a"], [1, "z"]]);
+    const served = (from: number, to: number) => {
+      const [start, end] = ranking.tieSpan(from, to);
+      return ranking.window(from, to, ranking.ids(start, end).map((id) => relationIdOf.get(id)!));
     };
-    const relationIds = ["u9", "u1", "u10", "bob", "a"];
-    const ranked = rankCandidates(contenders, relationIds, 10);
-    // "bob" < "u10" < "u9" as strings
-    expect(ranked.map((c) => c.id)).toEqual([2, 4, 3, 1, 5]);
-    expect(ranked[0]).toEqual({ id: 2, score: 5, counts: [5, 6, 7, 8, 9] });
-    expect(rankCandidates(contenders, relationIds, 3).map((c) => c.id)).toEqual([2, 4, 3]);
+    // "bob" < "u9"; "a" < "u10" as strings.
+    expect(served(0, 6).map((c) => c.id)).toEqual([7, 40, 3, 2 ** 40, 9, 1]);
+    expect(served(2, 4).map((c) => c.id)).toEqual([3, 2 ** 40]);
+    expect(served(1, 2)).toEqual([{ id: 40, score: 3, counts: counts({ mutualFriends: 1 }) }]);
+    expect(served(0, 1)).toEqual([{ id: 7, score: 5, counts: counts({ mutualFriends: 1, sharedNfts: 1 }) }]);
+    expect(served(4, 4)).toEqual([]);
+  });
+
+  it("packs a ranking into bytes and back unchanged, and refuses bytes that cannot be one", () => {
+    const ranking = tallyContenders([], sets({ mutualFriends: [[5, 2 ** 40 + 1]], sharedFollowers: [[5, 2 ** 52 + 3]] }), 10);
+    const copy = Ranking.fromBytes(Uint8Array.from(Buffer.concat([Buffer.from([0]), ranking.bytes]).subarray(1)))!;
+    expect(copy.length).toBe(3);
+    expect(byId(copy)).toEqual(byId(ranking));
+    expect(copy.ids(0, 3)).toEqual([5, 2 ** 40 + 1, 2 ** 52 + 3]);
+    expect(Ranking.fromBytes(ranking.bytes.subarray(1))).toBeNull();
   });
 
   it("describes each signal present with its count, singular or plural, in a fixed order", () => {

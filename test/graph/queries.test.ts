@@ -4,6 +4,8 @@ import { InvalidCursorError, UserNotFoundError } from "../../src/domain/errors.j
 import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries, type RecommendationLimits } from "../../src/graph/queries.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
+import { describeCandidate, SIGNALS, SIGNAL_WEIGHTS } from "../../src/domain/recommend.js";
+import { createPrng } from "../../src/ingest/prng.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 
@@ -106,6 +108,61 @@ describe("recommendation bounds", () => {
   it("ends the chain after maxResults users, the best ones", async () => {
     const capped = await queriesOver(hub, { maxResults: 2 });
     expect(await capped.recommend("a", 1)).toEqual(["p: 1 mutual friend", "q: 1 mutual friend"]);
+  });
+});
+
+describe("recommendation order", () => {
+  it("pages through the same chain a brute-force count gives: by score, ties by relationId, cut at maxResults", async () => {
+    // A dense random graph with few score values, so that long runs of ties straddle pages and the cutoff.
+    const rng = createPrng("recommendation-order");
+    const users = Array.from({ length: 60 }, (_, i) => `u${(i * 37) % 60}`);
+    const pairs = <T>(count: number, pick: () => T) => Array.from({ length: count }, pick);
+    const user = () => users[rng.int(users.length)]!;
+    const spec = {
+      users,
+      friends: pairs(150, () => [user(), user()] as [string, string]).filter(([a, b]) => a !== b),
+      follows: pairs(200, () => [user(), user()] as [string, string]).filter(([a, b]) => a !== b),
+      interactions: pairs(80, () => [user(), rng.int(12)] as [string, number]),
+      nfts: pairs(60, () => [user(), rng.int(10)] as [string, number]),
+    };
+    const maxResults = 23;
+    const unbounded = { maxResults, memberBudget: 1e9, maxNeighbourSet: 1e9, maxAssetHolders: 1e9 };
+    const { recommend } = await queriesOver(graph(spec), unbounded);
+
+    const setsOf = <T>(links: [string, T][]) => {
+      const sets = new Map(users.map((u) => [u, new Set<T>()]));
+      for (const [u, x] of links) sets.get(u)!.add(x);
+      return sets;
+    };
+    const friends = setsOf([...spec.friends, ...spec.friends.map(([a, b]) => [b, a] as [string, string])]);
+    const following = setsOf(spec.follows);
+    const followers = setsOf(spec.follows.map(([from, to]) => [to, from] as [string, string]));
+    const contracts = setsOf(spec.interactions);
+    const nfts = setsOf(spec.nfts);
+    const common = <T>(x: Set<T>, y: Set<T>) => [...x].filter((item) => y.has(item)).length;
+    const expected = (u: string) =>
+      users
+        .filter((c) => c !== u && !friends.get(u)!.has(c))
+        .map((c) => {
+          const counts = {
+            mutualFriends: common(friends.get(u)!, friends.get(c)!),
+            sharedContracts: common(contracts.get(u)!, contracts.get(c)!),
+            sharedNfts: common(nfts.get(u)!, nfts.get(c)!),
+            sharedFollowings: common(following.get(u)!, following.get(c)!),
+            sharedFollowers: common(followers.get(u)!, followers.get(c)!),
+          };
+          const row = SIGNALS.map((signal) => counts[signal]);
+          return { c, row, score: SIGNALS.reduce((sum, signal) => sum + counts[signal] * SIGNAL_WEIGHTS[signal], 0) };
+        })
+        .filter(({ score }) => score > 0)
+        .sort((x, y) => y.score - x.score || (x.c < y.c ? -1 : 1))
+        .slice(0, maxResults)
+        .map(({ c, row }) => `${c}: ${describeCandidate(row)}`);
+
+    for (const u of users.slice(0, 12)) {
+      const chain = expected(u);
+      for (const limit of [1, 4, 7, 100]) expect(await recommend(u, limit)).toEqual(chain);
+    }
   });
 });
 
