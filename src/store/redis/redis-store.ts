@@ -46,31 +46,32 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
   const relationIdCache = dataVersion.track(new IdTable<string>());
   const userCache = dataVersion.cache<UserId, UserRecord>(CACHED_USERS);
   const intersectionCache = dataVersion.cache<string, UserId[]>(CACHED_INTERSECTIONS);
-  const setSizeCache = dataVersion.cache<string, number>(CACHED_SET_SIZES);
-  const setMemberCache = dataVersion.cache<string, UserId[]>(CACHED_SET_MEMBERS, (members) => members.length);
+  const setSizeCache = dataVersion.cache<SetCacheKey, number>(CACHED_SET_SIZES);
+  const setMemberCache = dataVersion.cache<SetCacheKey, UserId[]>(CACHED_SET_MEMBERS, (members) => members.length);
   const readDataVersion = () => redis.send<string | null>(DATA_VERSION, ["GET", DATA_VERSION]);
   /** Every query reads the version as it starts (resolve); this covers a call made without one. */
   const trustDataVersion = async () => {
     if (!dataVersion.trusted) dataVersion.note(await readDataVersion());
   };
-  /** SCARD of each key, cached: recommendations size every neighbour's sets on every call. */
-  const setSizes = async (keys: readonly string[]) => {
+  /** SCARD of each set, cached: recommendations size every neighbour's sets on every call. */
+  const setSizes = async (keys: readonly SetCacheKey[]) => {
     await trustDataVersion();
-    return (await setSizeCache.getMany(keys, (missing) => redis.idSets.sizes(missing))) as number[];
+    return (await setSizeCache.getMany(keys, (missing) => redis.idSets.sizes(missing.map(redisKeyOf)))) as number[];
   };
   /**
    * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), cached: the
    * neighbourhoods recommendations expand overlap from call to call, and reading their members
    * was most of a recommendation's CPU and garbage (see id-sets.ts for why they bypass node-redis).
    */
-  const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {
+  const boundedMembers = async (keys: readonly SetCacheKey[], maxSize: number): Promise<(UserId[] | null)[]> => {
     const sizes = await setSizes(keys);
     const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
-    const members = await setMemberCache.getMany(readable, (missing) => redis.idSets.members(missing));
-    const byKey = new Map(readable.map((key, i) => [key, members[i] ?? []]));
-    return keys.map((key, i) => {
+    const members = await setMemberCache.getMany(readable, (missing) => redis.idSets.members(missing.map(redisKeyOf)));
+    let next = 0;
+    return keys.map((_, i) => {
       if (sizes[i]! > maxSize) return null;
-      const set = byKey.get(key) ?? [];
+      if (sizes[i]! === 0) return [];
+      const set = members[next++] ?? [];
       // It grew past the bound after it was sized: as if sized now.
       return set.length > maxSize ? null : set;
     });
@@ -134,11 +135,11 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return toIds(await scanSet(redis, userSetKey(kind, id)));
     },
     userSetSizes(kind: UserSetKind, ids: readonly UserId[]) {
-      return setSizes(ids.map((id) => userSetKey(kind, id)));
+      return setSizes(ids.map((id) => userSetCacheKey(kind, id)));
     },
     userSetsBounded(kind: UserSetKind, ids: readonly UserId[], maxSize: number) {
       return boundedMembers(
-        ids.map((id) => userSetKey(kind, id)),
+        ids.map((id) => userSetCacheKey(kind, id)),
         maxSize,
       );
     },
@@ -237,6 +238,25 @@ const CACHED_INTERSECTIONS = 1_000;
  * 2,800 a second. Those are kept for the data version; short ones are cheap to recompute.
  */
 const PAGED_INTERSECTION = 100;
+
+/**
+ * How the set caches name a set: a number for a user's set, the Redis key for an asset's holders. A
+ * recommendation looks up ~170 user sets at random among millions of entries, and building and
+ * hashing a key string for each cost ten times a number.
+ */
+type SetCacheKey = number | string;
+
+const USER_SET_KINDS: readonly UserSetKind[] = ["friends", "following", "followers"];
+
+function userSetCacheKey(kind: UserSetKind, id: UserId): number {
+  return id * USER_SET_KINDS.length + USER_SET_KINDS.indexOf(kind);
+}
+
+function redisKeyOf(key: SetCacheKey): string {
+  if (typeof key === "string") return key;
+  const kind = key % USER_SET_KINDS.length;
+  return userSetKey(USER_SET_KINDS[kind]!, (key - kind) / USER_SET_KINDS.length);
+}
 
 /** Most set sizes kept in process for the current data version (a few dozen bytes each). */
 const CACHED_SET_SIZES = 1_000_000;
