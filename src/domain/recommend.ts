@@ -64,9 +64,11 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
 
   const scores = new Int32Array(candidates);
   let best = 0;
-  for (let slot = 0; slot < candidates; slot++) {
+  const width = SIGNALS.length;
+  const weights = WEIGHTS;
+  for (let slot = 0, at = 0; slot < candidates; slot++, at += width) {
     let score = 0;
-    for (let i = 0; i < SIGNALS.length; i++) score += counts[slot * SIGNALS.length + i]! * WEIGHTS[i]!;
+    for (let i = 0; i < width; i++) score += counts[at + i]! * weights[i]!;
     scores[slot] = score;
     if (score > best) best = score;
   }
@@ -107,7 +109,7 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
 }
 
 /** SIGNAL_WEIGHTS in SIGNALS order. */
-const WEIGHTS = SIGNALS.map((signal) => SIGNAL_WEIGHTS[signal]);
+const WEIGHTS = Int32Array.from(SIGNALS, (signal) => SIGNAL_WEIGHTS[signal]);
 
 /** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
 const RANKED_WORDS = 3 + SIGNALS.length;
