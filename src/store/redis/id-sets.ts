@@ -75,11 +75,15 @@ export class RedisReplyError extends Error {
  * fifth of that. Everything else stays on node-redis.
  *
  * Connects on first use and again after any failure; commands pending on a failed connection are
- * rejected, never resent (they are reads, so the caller may retry).
+ * rejected, never resent (they are reads, so the caller may retry). While Redis cannot be reached, a
+ * new connection is tried at most every RECONNECT_INTERVAL_MS and calls in between fail at once, as
+ * node-redis's do: otherwise every call would wait out its own connect attempt.
  */
 export class RespIdSetReader implements IdSetReads {
   private link: RespLink | null = null;
   private closed = false;
+  /** When the current link was opened (performance.now()). */
+  private openedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly endpoint: RespEndpoint,
@@ -105,8 +109,11 @@ export class RespIdSetReader implements IdSetReads {
     if (keys.length === 0) return Promise.resolve([]);
     let link = this.link;
     if (link === null || link.broken) {
+      const failure = link?.connectFailure;
+      if (failure && performance.now() - this.openedAt < RECONNECT_INTERVAL_MS) return Promise.reject(failure);
       link = new RespLink(this.endpoint, this.connectTimeoutMs);
       this.link = link;
+      this.openedAt = performance.now();
     }
     return link.send(command, keys, expect);
   }
@@ -133,6 +140,8 @@ const MINUS = 45;
 const DOLLAR = 36;
 /** Digits of the largest safe integer: a longer member cannot be a UserId. */
 const MAX_ID_DIGITS = 15;
+/** While Redis cannot be reached, connections are tried at most this often. */
+const RECONNECT_INTERVAL_MS = 500;
 /** Settled batches kept at the queue's head before it is compacted. */
 const COMPACT_AFTER = 1_024;
 /** parseReply's answer when the buffered bytes end inside the reply. */
@@ -141,6 +150,9 @@ const INCOMPLETE = -1;
 /** One connection and the batches waiting on it, in the order their commands were sent. */
 class RespLink {
   broken = false;
+  /** Why the link failed before it was ready (refused, timed out, or its AUTH or SELECT refused); else null. */
+  connectFailure: Error | null = null;
+  private connected = false;
   private readonly socket: Socket;
   private readonly waiting: Batch[] = [];
   private head = 0;
@@ -153,7 +165,10 @@ class RespLink {
   constructor(endpoint: RespEndpoint, connectTimeoutMs: number) {
     const socket = connect({ host: endpoint.host, port: endpoint.port, noDelay: true });
     const timer = setTimeout(() => socket.destroy(new Error(`no connection to Redis within ${connectTimeoutMs} ms`)), connectTimeoutMs);
-    socket.once("connect", () => clearTimeout(timer));
+    socket.once("connect", () => {
+      this.connected = true;
+      clearTimeout(timer);
+    });
     socket.on("data", (chunk: Buffer) => this.received(chunk));
     socket.on("error", (error) => this.fail(error));
     socket.on("close", () => {
@@ -207,6 +222,7 @@ class RespLink {
 
   /** Rejects everything waiting; the reader opens a new link for the next call. */
   private fail(error: Error): void {
+    if (!this.connected && !this.broken) this.connectFailure = error;
     this.broken = true;
     if (!this.socket.destroyed) this.socket.destroy();
     const waiting = this.waiting.splice(this.head);
@@ -257,8 +273,12 @@ class RespLink {
       return true;
     }
     batch.reject(failure);
-    // A refused AUTH or SELECT: the reads sent behind it must not run as another user or database.
-    if (batch.expect === "ok") this.fail(failure);
+    // A refused AUTH or SELECT: the reads sent behind it must not run as another user or database,
+    // and retrying at once would be refused again.
+    if (batch.expect === "ok") {
+      this.connectFailure = failure;
+      this.fail(failure);
+    }
     return batch.expect !== "ok";
   }
 
