@@ -140,7 +140,7 @@ describe("RespIdSetReader against a real redis-server", () => {
     }
   });
 
-  it("fails at once when nothing listens, trying to connect at most every 500 ms, and after close", async () => {
+  it("fails at once when nothing listens, trying again 500 ms after a failed attempt, and after close", async () => {
     const closedPort = await new Promise<number>((resolve) => {
       const probe = net.createServer().listen(0, "127.0.0.1", () => {
         const { port } = probe.address() as net.AddressInfo;

@@ -76,14 +76,12 @@ export class RedisReplyError extends Error {
  *
  * Connects on first use and again after any failure; commands pending on a failed connection are
  * rejected, never resent (they are reads, so the caller may retry). While Redis cannot be reached, a
- * new connection is tried at most every RECONNECT_INTERVAL_MS and calls in between fail at once, as
- * node-redis's do: otherwise every call would wait out its own connect attempt.
+ * new connection is tried RECONNECT_INTERVAL_MS after the last one failed, and calls in between fail
+ * at once, as node-redis's do: otherwise every call would wait out its own connect attempt.
  */
 export class RespIdSetReader implements IdSetReads {
   private link: RespLink | null = null;
   private closed = false;
-  /** When the current link was opened (performance.now()). */
-  private openedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly endpoint: RespEndpoint,
@@ -110,10 +108,9 @@ export class RespIdSetReader implements IdSetReads {
     let link = this.link;
     if (link === null || link.broken) {
       const failure = link?.connectFailure;
-      if (failure && performance.now() - this.openedAt < RECONNECT_INTERVAL_MS) return Promise.reject(failure);
+      if (failure && performance.now() - failure.at < RECONNECT_INTERVAL_MS) return Promise.reject(failure.error);
       link = new RespLink(this.endpoint, this.connectTimeoutMs);
       this.link = link;
-      this.openedAt = performance.now();
     }
     return link.send(command, keys, expect);
   }
@@ -140,7 +137,7 @@ const MINUS = 45;
 const DOLLAR = 36;
 /** Digits of the largest safe integer: a longer member cannot be a UserId. */
 const MAX_ID_DIGITS = 15;
-/** While Redis cannot be reached, connections are tried at most this often. */
+/** While Redis cannot be reached, how long after a failed connection the next one is tried. */
 const RECONNECT_INTERVAL_MS = 500;
 /** Settled batches kept at the queue's head before it is compacted. */
 const COMPACT_AFTER = 1_024;
@@ -150,8 +147,8 @@ const INCOMPLETE = -1;
 /** One connection and the batches waiting on it, in the order their commands were sent. */
 class RespLink {
   broken = false;
-  /** Why the link failed before it was ready (refused, timed out, or its AUTH or SELECT refused); else null. */
-  connectFailure: Error | null = null;
+  /** Why and when (performance.now()) the link failed before it was ready: refused, timed out, or its AUTH or SELECT refused. */
+  connectFailure: { error: Error; at: number } | null = null;
   private connected = false;
   private readonly socket: Socket;
   private readonly waiting: Batch[] = [];
@@ -222,7 +219,7 @@ class RespLink {
 
   /** Rejects everything waiting; the reader opens a new link for the next call. */
   private fail(error: Error): void {
-    if (!this.connected && !this.broken) this.connectFailure = error;
+    if (!this.connected && !this.broken) this.connectFailure = { error, at: performance.now() };
     this.broken = true;
     if (!this.socket.destroyed) this.socket.destroy();
     const waiting = this.waiting.splice(this.head);
@@ -276,7 +273,7 @@ class RespLink {
     // A refused AUTH or SELECT: the reads sent behind it must not run as another user or database,
     // and retrying at once would be refused again.
     if (batch.expect === "ok") {
-      this.connectFailure = failure;
+      this.connectFailure = { error: failure, at: performance.now() };
       this.fail(failure);
     }
     return batch.expect !== "ok";
