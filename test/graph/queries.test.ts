@@ -166,6 +166,25 @@ describe("recommendation order", () => {
   });
 });
 
+describe("recommendation hydration", () => {
+  it("describes each user served by its own counts when a ranked user vanished before hydration", async () => {
+    // b: 2 mutual friends (m, n); c: 1 (m). b's record is gone by the time the page is hydrated.
+    const records = graph({ users: ["a", "b", "c", "m", "n"], friends: [["a", "m"], ["a", "n"], ["m", "b"], ["n", "b"], ["m", "c"]] });
+    const store = createMemoryStore();
+    let vanished: number | null = null;
+    const forgetting = new Proxy(store, {
+      get: (target, name, receiver) =>
+        name === "users"
+          ? async (ids: number[]) => (await target.users(ids)).map((user) => (user?.id === vanished ? null : user))
+          : Reflect.get(target, name, receiver),
+    });
+    const { queries, idOf } = await queriesOver(records, {}, forgetting);
+    vanished = await idOf("b");
+    const page = await queries.recommendations(await idOf("a"), { limit: 10, cursor: "" });
+    expect(page.items.map((item) => `${item.user.relationId}: ${item.description}`)).toEqual(["c: 1 mutual friend"]);
+  });
+});
+
 describe("recommendation snapshots", () => {
   const base = graph({ users: ["a", "b", "c", "d", "m"], friends: [["a", "m"], ["m", "b"], ["m", "c"], ["m", "d"]] });
   const newcomer = graph({ users: ["n"], friends: [["a", "n"], ["n", "b"]] });
