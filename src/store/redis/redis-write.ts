@@ -340,7 +340,6 @@ class GroupedMembers {
   }
 }
 
-
 /** What a batch's users change, computed from the state before the batch. */
 interface UserPlan {
   /** Identity index entries to remove: they still point to a re-ingested user that no longer has them. */
