@@ -23,6 +23,7 @@ import { RELATION_ID_PATTERN, normalizeAddress, normalizeSocialUsername } from "
 import { FollowColumns, FriendColumns, TextIndex, sortedByKey } from "../store/batch.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
 import { float64Column, int32Column, uint32Column, type NumberColumn } from "./columns.js";
+import { parseCommonRecord } from "./common-records.js";
 
 /** What validation reads from the store: whether referenced users and claimed identities exist. */
 export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds">;
@@ -142,13 +143,15 @@ class Validation implements LoadValidator {
   addLine(text: string, source: number, line: number): void {
     // A search for the first non-space character, unlike trim(), copies nothing.
     if (!NON_SPACE.test(text)) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      this.records++;
-      this.reject(source, line, `invalid JSON: ${(error as Error).message}`);
-      return;
+    let value: unknown = parseCommonRecord(text);
+    if (value === undefined) {
+      try {
+        value = JSON.parse(text);
+      } catch (error) {
+        this.records++;
+        this.reject(source, line, `invalid JSON: ${(error as Error).message}`);
+        return;
+      }
     }
     this.addRecord(value, source, line);
   }
