@@ -15,7 +15,7 @@ import { planOp } from "./ops.js";
 import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes.js";
 import { measureRedisMemory, type RedisMemory } from "./redis-memory.js";
 import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
-import { createConnectClient, createGrpcClient } from "./rpc-clients.js";
+import { createConnectClient, createGrpcClient, GRPC_CHANNELS } from "./rpc-clients.js";
 import { signAuthorizations } from "./siwe-auth.js";
 
 /*
@@ -215,7 +215,7 @@ function headerLines(
   const b = dataset.bands;
   return [
     `relgraph bench, size ${options.size}: ${options.users.toLocaleString("en-US")} generated users + ${dataset.wallets.length} wallet users, seed "${options.seed}", ` +
-      `${options.durationSeconds} s per measurement after ${options.warmupSeconds} s warm-up, ${options.connections} connections/calls in flight`,
+      `${options.durationSeconds} s per measurement after ${options.warmupSeconds} s warm-up, ${options.connections} connections/calls in flight (gRPC: over ${GRPC_CHANNELS} grpc-js channels)`,
     `Machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? "?"}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Redis ${redisVersion}; relgraph, Redis, the peer and the load generator are separate processes on these cores.`,
     `relgraph: commit ${source.commit}${source.uncommittedFiles > 0 ? ` with ${source.uncommittedFiles} uncommitted file(s)` : ""}, built into dist/ by npm run bench.`,
     `Calibration: ${cores.reported} threads spinning together got ${cores.effective.toFixed(2)} cores of CPU time${cores.effective < cores.reported * 0.8 ? " — this machine delivers less than its core count" : ""}.`,
