@@ -26,7 +26,7 @@ export interface RpcClient {
  * every call in flight multiplexed on it: client and server then take turns, each idle while the
  * other works through the batch the connection delivered (1.2 of the 2 cores busy), where autocannon
  * spreads REST over 50 connections. Eight channels, as several client instances of a microservice
- * would open, kept 1.6 cores busy and served 15–50% more calls than one, alternating on the rig
+ * would open, kept 1.6 cores busy and served 20–50% more calls than one, alternating on the rig
  * (about as many as 50 channels did).
  */
 export const GRPC_CHANNELS = 8;
