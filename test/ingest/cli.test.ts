@@ -4,6 +4,8 @@ import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runGenerate, runIngest, type CliIo } from "../../src/ingest/cli.js";
 import { demoWallet } from "../../src/ingest/demo-wallet.js";
+import { createClient } from "redis";
+import { RELATION_ID_INDEX, userSetKey } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 import { addr, createFileBox, dump, userLine, type FileBox } from "./helpers.js";
@@ -126,6 +128,47 @@ describe("relgraph ingest into Redis", () => {
       expect(await dump(store, ["u1", "u2"])).toEqual(first);
     } finally {
       await store.close();
+    }
+  });
+
+  it("fails with Redis's reason when Redis refuses a load halfway, after some batches were written", async () => {
+    // A server of its own: its memory limit must not reach the other tests.
+    const full = await startRedisServer();
+    const redis = createClient({ url: full.url });
+    await redis.connect();
+    try {
+      process.env.REDIS_URL = full.url;
+      const USERS = 2_000;
+      const name = (i: number) => `u${i}`;
+      const users = await box.write("users.jsonl", Array.from({ length: USERS }, (_, i) => userLine(name(i), [addr(`e${i}`)])));
+      expect(await runIngest([users], captureIo())).toBe(0);
+
+      // Room for a small share of the friend sets below (about 15%): the write sends several batches,
+      // one behind the other, and a batch Redis refuses must fail the load, not be passed over.
+      const used = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
+      await redis.configSet({ maxmemory: String(used + 256 * 1024), "maxmemory-policy": "noeviction" });
+      let seed = 7;
+      const random = () => (seed = (seed * 48271) % 2147483647) % USERS;
+      const friends = Array.from({ length: 200_000 }, () => {
+        const a = random();
+        return { type: "friend", a: name(a), b: name((a + 1 + (random() % (USERS - 1))) % USERS) };
+      });
+      const io = captureIo();
+      expect(await runIngest([await box.write("friends.jsonl", friends)], io)).toBe(1);
+      expect(io.err()).toMatch(/^relgraph ingest: .*OOM command not allowed/m);
+      expect(io.err()).not.toMatch(/\n\s+at /);
+
+      // Halfway: some friend sets were written before Redis refused, but far from all of them.
+      let withFriends = 0;
+      for (let i = 0; i < USERS; i += 20) {
+        const id = Number(await redis.hGet(RELATION_ID_INDEX, name(i)));
+        if ((await redis.sCard(userSetKey("friends", id))) > 0) withFriends++;
+      }
+      expect(withFriends).toBeGreaterThan(0);
+      expect(withFriends).toBeLessThan(USERS / 20);
+    } finally {
+      await redis.close();
+      await full.stop();
     }
   });
 
