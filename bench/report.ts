@@ -17,6 +17,8 @@ export interface TargetCheck {
   name: string;
   goal: string;
   actual: number | null;
+  /** `actual` as printed: never rounded onto the other side of the goal. */
+  shown: string;
   pass: boolean | null;
 }
 
@@ -73,10 +75,18 @@ export function ratiosOf(op: OpResult): Ratios {
 /** Every target of the issue, evaluated on this run (null where it was not measured). */
 export function evaluateTargets(ops: readonly OpResult[], ingestion: Ingestion | null, memory: RedisMemory | null): TargetCheck[] {
   const checks: TargetCheck[] = [];
+  const check = (name: string, goal: string, actual: number | null | undefined, meets: (value: number) => boolean) =>
+    checks.push({
+      name,
+      goal,
+      actual: actual ?? null,
+      shown: actual == null ? "–" : shownAgainst(actual, meets, fmtDigits(actual), fmtWith),
+      pass: actual == null ? null : meets(actual),
+    });
   const atLeast = (name: string, goal: number, actual: number | null | undefined, unit: string) =>
-    checks.push({ name, goal: `≥ ${fmt(goal)}${unit}`, actual: actual ?? null, pass: actual == null ? null : actual >= goal });
+    check(name, `≥ ${fmt(goal)}${unit}`, actual, (value) => value >= goal);
   const atMost = (name: string, goal: number, actual: number | null | undefined, unit: string) =>
-    checks.push({ name, goal: `≤ ${fmt(goal)}${unit}`, actual: actual ?? null, pass: actual == null ? null : actual <= goal });
+    check(name, `≤ ${fmt(goal)}${unit}`, actual, (value) => value <= goal);
   const mm = ops.find((o) => o.id === "mf-mm");
   const mmRatios = mm ? ratiosOf(mm) : null;
   atLeast("mutual friend median×median, REST req/s", 12_000, rowOf(ops, "mf-mm", "rest")?.rps, "");
@@ -186,7 +196,7 @@ export function renderReport(input: {
   lines.push("", "Targets:");
   const targetTable: string[][] = [["target", "goal", "actual", "result"]];
   for (const t of input.targets) {
-    targetTable.push([t.name, t.goal, t.actual === null ? "–" : fmt(t.actual), t.pass === null ? "not measured" : t.pass ? "PASS" : "FAIL"]);
+    targetTable.push([t.name, t.goal, t.shown, t.pass === null ? "not measured" : t.pass ? "PASS" : "FAIL"]);
   }
   lines.push(...renderTable(targetTable), "", input.note);
   return lines.join("\n");
@@ -220,8 +230,28 @@ function renderTable(rows: readonly string[][]): string[] {
 
 function fmt(value: number): string {
   if (!Number.isFinite(value)) return "–";
-  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString("en-US");
-  return value.toLocaleString("en-US", { maximumFractionDigits: 2 });
+  return fmtWith(value, fmtDigits(value));
+}
+
+/** Decimals fmt shows: none from 100 up, else up to two. */
+function fmtDigits(value: number): number {
+  return Math.abs(value) >= 100 ? 0 : 2;
+}
+
+function fmtWith(value: number, digits: number): string {
+  return value.toLocaleString("en-US", { maximumFractionDigits: digits });
+}
+
+/**
+ * `value` printed by `format` with `digits` decimals, or with more where rounding would move it to the
+ * other side of the goal: d/c 0.5993 is not shown as "0.60" beside "≥ 0.6 FAIL".
+ */
+function shownAgainst(value: number, meets: (value: number) => boolean, digits: number, format: (value: number, digits: number) => string): string {
+  const pass = meets(value);
+  for (let shownDigits = digits; shownDigits <= 6; shownDigits++) {
+    if (meets(Number(value.toFixed(shownDigits))) === pass) return format(value, shownDigits);
+  }
+  return String(value);
 }
 
 function ms(value: number | null): string {
@@ -235,5 +265,7 @@ function us(value: number | null): string {
 
 function ratio(value: number | null, goal?: number): string {
   if (value === null) return "–";
-  return goal === undefined ? value.toFixed(2) : `${value.toFixed(2)} ${value >= goal ? "PASS" : "FAIL"}`;
+  if (goal === undefined) return value.toFixed(2);
+  const meets = (figure: number) => figure >= goal;
+  return `${shownAgainst(value, meets, 2, (figure, digits) => figure.toFixed(digits))} ${meets(value) ? "PASS" : "FAIL"}`;
 }
