@@ -35,9 +35,9 @@ export const GRPC_CHANNELS = 8;
  * @grpc/grpc-js over GRPC_CHANNELS channels, calls dealt round-robin, requests serialized once up
  * front so that the client spends as little of the shared CPU as it can.
  */
-export function createGrpcClient(port: number, apiKey: string, channels = GRPC_CHANNELS): RpcClient {
+export function createGrpcClient(port: number, apiKey: string): RpcClient {
   const clients = Array.from(
-    { length: channels },
+    { length: GRPC_CHANNELS },
     () =>
       new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
         // The load generator shares the cores with relgraph: channelz bookkeeping and the retry
@@ -55,7 +55,7 @@ export function createGrpcClient(port: number, apiKey: string, channels = GRPC_C
   const same = (bytes: Buffer) => bytes;
   const unary = (name: RpcName, body: Buffer) =>
     new Promise<Buffer>((resolve, reject) =>
-      clients[turn++ % channels]!.makeUnaryRequest(path(name), same, same, body, metadata, (error, value) =>
+      clients[turn++ % GRPC_CHANNELS]!.makeUnaryRequest(path(name), same, same, body, metadata, (error, value) =>
         error ? reject(error) : resolve(value!),
       ),
     );
