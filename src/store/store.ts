@@ -19,6 +19,23 @@ export interface GraphStore extends GraphReader, GraphWriter, ApiKeyStore, Pagin
   close(): Promise<void>;
 }
 
+/**
+ * One part of the graph that a write changed, named as the read caches name it (store/cache/):
+ * whatever a cache holds of it is stale. "everything" when an engine cannot tell what changed (a
+ * flushed database, a lost invalidation connection).
+ */
+export type ChangedPart =
+  | { part: "user"; id: UserId }
+  | { part: "userSet"; kind: UserSetKind; id: UserId }
+  | { part: "assetHolders"; kind: AssetKind; asset: string }
+  | { part: "everything" };
+
+/** Tells which parts of the graph changed, whichever process changed them. */
+export interface ChangeNotifier {
+  /** Calls `listener` with the parts each write changed, soon after they change; returns the unsubscribe. */
+  onChange(listener: (parts: readonly ChangedPart[]) => void): () => void;
+}
+
 /** Read side of the graph. */
 export interface GraphReader {
   /** Maps each identity to the user it names, or null. Values must be normalized already. */
