@@ -160,7 +160,8 @@ export class GraphQueries {
     const end = Math.min(offset + page.limit, served);
     const hasMore = end < served;
     if (firstPage && hasMore) {
-      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds);
+      // Owned by the user, so that erasing them drops it.
+      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds, id);
     }
     const [tiesFrom, tiesTo] = ranking.tieSpan(offset, end);
     const slice = ranking.window(offset, end, await this.store.relationIds(ranking.ids(tiesFrom, tiesTo)));

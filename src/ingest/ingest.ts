@@ -87,7 +87,10 @@ async function finish(store: IngestTarget, validator: LoadValidator, started: nu
   const batch = await validator.finish(store);
   options.logger?.info(`validated ${validator.records} records defining ${batch.users.length} users`);
   if (!options.dryRun) {
-    await store.write(batch, (progress) => options.onProgress?.({ phase: "write", ...progress }));
+    await store.write(batch, {
+      onProgress: (progress) => options.onProgress?.({ phase: "write", ...progress }),
+      onNotice: (message) => options.logger?.info(message),
+    });
     options.logger?.info(`wrote ${validator.records} records`);
   }
   const seconds = (performance.now() - started) / 1000;
