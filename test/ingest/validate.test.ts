@@ -409,6 +409,110 @@ describe("relations", () => {
   });
 });
 
+describe("changes", () => {
+  const u3 = userLine("u3", [C]);
+  const friend = (a: string, b: string, extra: object = {}) => ({ type: "friend", a, b, ...extra });
+
+  it("checks op and the fields of deletes", async () => {
+    expect(
+      await rejects({
+        "a.jsonl": [
+          { ...u1, op: "remove" },
+          { op: "delete", type: "user", relationId: "u1", name: "x" },
+          { op: "delete", type: "release", relationId: "u1", peers: [] },
+          { op: "delete", type: "follow", from: "u1" },
+        ],
+      }),
+    ).toEqual([
+      'a.jsonl:1: "op" must be "upsert" or "delete", got "remove"',
+      'a.jsonl:2: unknown field "name" in user delete',
+      'a.jsonl:3: unknown field "peers" in release delete',
+      'a.jsonl:4: "to" must be a relationId (1 to 64 of A-Z a-z 0-9 _ -), got undefined',
+    ]);
+  });
+
+  it("applies records about one edge in load order: the last upsert or delete wins", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, friend("u1", "u2"), friend("u1", "u3"), { type: "follow", from: "u1", to: "u2" }] });
+    await loads({
+      "b.jsonl": [
+        { op: "delete", type: "friend", a: "u2", b: "u1", description: "ignored" },
+        { op: "delete", type: "friend", a: "u3", b: "u1" },
+        friend("u3", "u1", { description: "again" }),
+        { op: "delete", type: "follow", from: "u1", to: "u2" },
+        { type: "follow", from: "u2", to: "u1" },
+        { op: "delete", type: "follow", from: "u2", to: "u1" },
+        { op: "delete", type: "friend", a: "u9", b: "u1" },
+      ],
+    });
+    const state = await dump(store, ["u1"]);
+    expect(state.u1).toMatchObject({ friends: ["u3"], descriptions: { u3: "again" }, following: [], followers: [] });
+  });
+
+  it("deletes interactions and nfts, the last record of a pair winning", async () => {
+    await loads({ "a.jsonl": [u1, { type: "interaction", address: A, contract: K }, { type: "nft", address: A, contract: C }] });
+    await loads({
+      "b.jsonl": [
+        { op: "delete", type: "interaction", address: A, contract: K },
+        { type: "nft", address: A, contract: B },
+        { op: "delete", type: "nft", address: A, contract: C },
+      ],
+    });
+    expect((await dump(store, ["u1"])).u1).toMatchObject({ contracts: [], nfts: [B] });
+  });
+
+  it("a user delete voids the load's earlier records about them, and erases what is stored", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, friend("u1", "u2"), { type: "release", relationId: "u2", peers: ["u1", "u3"] }] });
+    await loads({
+      "b.jsonl": [
+        friend("u1", "u3"),
+        { type: "follow", from: "u3", to: "u1" },
+        { type: "interaction", address: A, contract: K },
+        { type: "release", relationId: "u3", peers: ["u1", "u2"] },
+        { op: "delete", type: "user", relationId: "u1" },
+      ],
+    });
+    const state = await dump(store, ["u1", "u2", "u3"]);
+    expect(state.u1).toBeNull();
+    expect(state.u2).toMatchObject({ friends: [], release: ["u3"] });
+    expect(state.u3).toMatchObject({ friends: [], following: [], release: ["u2"] });
+    expect(await store.resolve([{ kind: "address", value: A }])).toEqual([null]);
+    expect(await store.addressesKnown([A])).toEqual([false]);
+  });
+
+  it("a user deleted and defined again starts afresh; later references name the new user", async () => {
+    await loads({ "a.jsonl": [u1, u2, friend("u1", "u2", { description: "old" })] });
+    await loads({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, friend("u1", "u2", { description: "new" }), { ...u1, name: "Again" }] });
+    const state = await dump(store, ["u1", "u2"]);
+    expect(state.u1).toMatchObject({ user: { name: "Again", addresses: [A] }, friends: ["u2"], descriptions: { u2: "new" } });
+  });
+
+  it("rejects references to a user the load deletes and does not define again", async () => {
+    await loads({ "a.jsonl": [u1, u2] });
+    expect(
+      await rejects({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, friend("u1", "u2"), { type: "release", relationId: "u2", peers: ["u1"] }] }),
+    ).toEqual([
+      'b.jsonl:2: relationId "u1" is deleted at b.jsonl:1 and not defined again after it',
+      'b.jsonl:3: relationId "u1" is deleted at b.jsonl:1 and not defined again after it',
+    ]);
+    // Deleting a user nobody has heard of is no error.
+    await loads({ "c.jsonl": [{ op: "delete", type: "user", relationId: "nobody" }] });
+  });
+
+  it("frees the identities of a user the load deletes or redefines without them", async () => {
+    await loads({ "a.jsonl": [userLine("u1", [A], { social: { username: "Alice" } })] });
+    await loads({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, userLine("u2", [A], { social: { username: "ALICE" } })] });
+    const [owner] = await store.resolve([{ kind: "social", value: foldSocialUsername("alice") }]);
+    expect(await store.relationIds([owner!])).toEqual(["u2"]);
+  });
+
+  it("withdraws a release with peers [] or a release delete", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, { type: "release", relationId: "u1", peers: "*" }, { type: "release", relationId: "u2", peers: ["u1"] }] });
+    await loads({ "b.jsonl": [{ type: "release", relationId: "u1", peers: [] }, { op: "delete", type: "release", relationId: "u2" }] });
+    const state = await dump(store, ["u1", "u2"]);
+    expect([state.u1, state.u2].map((s) => (s as { release: unknown }).release)).toEqual([[], []]);
+  });
+});
+
 describe("a load is all or nothing", () => {
   it("writes nothing when any line is bad", async () => {
     const good = Array.from({ length: 200 }, (_, i) => userLine(`v${i}`, [addr(`f${i}`)]));
