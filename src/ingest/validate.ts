@@ -126,6 +126,8 @@ interface ReleaseRecord {
   /** Interned relationIds, or "*". */
   peers: "*" | number[];
   at: number;
+  /** A release delete: withdraws the release, and is no error when the user does not exist. */
+  withdraw: boolean;
 }
 
 class Validation implements LoadValidator {
@@ -141,6 +143,9 @@ class Validation implements LoadValidator {
   // Addresses of user records that a later delete voided, by relationId index: their asset records
   // before the delete are voided too.
   private readonly erasedAddresses = new Map<number, Set<string>>();
+  // Addresses of user records that a later record of the same user replaced: a later delete voids
+  // their asset records too.
+  private readonly replacedAddresses = new Map<number, Set<string>>();
   // The latest user record of each relationId the load defines, in order of first appearance (the
   // order ids are allocated in), and where each is.
   private readonly users: UserInput[] = [];
@@ -225,8 +230,7 @@ class Validation implements LoadValidator {
     const interactions = this.netAssets(this.interactions);
     const nfts = this.netAssets(this.nfts);
     await this.voidAssetsOfErasedUsers(store, [interactions, nfts]);
-    const releases = this.netReleases();
-    await this.checkReferences(store, friendMarks, followMarks, releases);
+    const releases = await this.checkReferences(store, friendMarks, followMarks, this.netReleases());
     await this.checkClaims(store);
     if (this.errorCount > 0) throw new IngestValidationError(this.report(), this.errorCount);
 
@@ -281,6 +285,7 @@ class Validation implements LoadValidator {
     const defined = this.definedAs.get(idx);
     if (defined > 0) {
       // A later record of the same user replaces the earlier one, keeping its place in the id order.
+      addAll(this.replacedAddresses, idx, this.users[defined - 1]!.addresses);
       this.users[defined - 1] = user;
       this.userAt.set(defined - 1, at);
       return;
@@ -296,11 +301,8 @@ class Validation implements LoadValidator {
     const idx = this.relationIds.indexOf(relationIdOf(record.relationId, "relationId"));
     this.erasedAt.set(idx, at);
     const defined = this.definedAs.get(idx);
-    if (defined > 0) {
-      let addresses = this.erasedAddresses.get(idx);
-      if (!addresses) this.erasedAddresses.set(idx, (addresses = new Set()));
-      for (const address of this.users[defined - 1]!.addresses) addresses.add(address);
-    }
+    if (defined > 0) addAll(this.erasedAddresses, idx, this.users[defined - 1]!.addresses);
+    addAll(this.erasedAddresses, idx, this.replacedAddresses.get(idx) ?? []);
   }
 
   private addFriend(record: Json, op: number, at: number): void {
@@ -352,7 +354,7 @@ class Validation implements LoadValidator {
     }
     const idx = this.relationIds.indexOf(relationId);
     // A release replaces the user's whole release, so only the latest one counts.
-    this.releases.set(idx, { relationId: idx, peers: peers === "*" ? "*" : peers.map((peer) => this.relationIds.indexOf(peer)), at });
+    this.releases.set(idx, { relationId: idx, peers: peers === "*" ? "*" : peers.map((peer) => this.relationIds.indexOf(peer)), at, withdraw: op === DELETE });
   }
 
   private addressList(value: unknown): string[] {
@@ -473,9 +475,10 @@ class Validation implements LoadValidator {
 
   /**
    * Every user a surviving upsert names must exist once the load is applied: defined by the load,
-   * or stored and not deleted by it. Deletes may name anyone.
+   * or stored and not deleted by it. Deletes may name anyone. Resolves with the releases to apply:
+   * a release delete of a user that does not exist withdraws nothing, and is dropped.
    */
-  private async checkReferences(store: StoredGraph, friendMarks: Uint8Array, followMarks: Uint8Array, releases: ReleaseRecord[]): Promise<void> {
+  private async checkReferences(store: StoredGraph, friendMarks: Uint8Array, followMarks: Uint8Array, releases: ReleaseRecord[]): Promise<ReleaseRecord[]> {
     const names = this.relationIds.texts;
     // Per relationId index: 1 exists, 2 deleted by the load, 3 must be looked up, 0 not named.
     const state = new Uint8Array(names.length);
@@ -502,10 +505,12 @@ class Validation implements LoadValidator {
       refer(this.followTo.get(i), this.followAt.get(i));
     }
     for (const release of releases) {
+      if (release.withdraw) continue;
       refer(release.relationId, release.at);
       if (release.peers !== "*") for (const peer of release.peers) refer(peer, release.at);
     }
-    const lookups = [...new Set(references.filter(({ idx }) => state[idx] === 3).map(({ idx }) => idx))];
+    const withdrawn = releases.filter((release) => release.withdraw && stateOf(release.relationId) !== 1);
+    const lookups = [...new Set([...references, ...withdrawn.map(({ relationId }) => ({ idx: relationId }))].filter(({ idx }) => state[idx] === 3).map(({ idx }) => idx))];
     for (let start = 0; start < lookups.length; start += LOOKUP_CHUNK) {
       const chunk = lookups.slice(start, start + LOOKUP_CHUNK);
       const ids = await store.resolveRelationIds(chunk.map((idx) => names[idx]!));
@@ -515,6 +520,7 @@ class Validation implements LoadValidator {
       if (state[idx] === 2) this.error(at, `relationId ${show(names[idx]!)} is deleted at ${this.where(this.erasedAt.get(idx))} and not defined again after it`);
       else if (state[idx] === 4) this.error(at, `unknown relationId ${show(names[idx]!)}: not in this load and not stored`);
     }
+    return releases.filter((release) => !release.withdraw || state[release.relationId] === 1);
   }
 
   /**
@@ -589,6 +595,13 @@ function lastOfEachGroup(order: Uint32Array, same: (x: number, y: number) => boo
   for (let k = 0; k + 1 < order.length; k++) {
     if (same(order[k]!, order[k + 1]!)) marks[order[k]!] = VOID;
   }
+}
+
+/** Adds `values` to the set at `key`. */
+function addAll<K, V>(map: Map<K, Set<V>>, key: K, values: Iterable<V>): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  for (const value of values) set.add(value);
 }
 
 /** Positions whose mark is `mark`, in order. */

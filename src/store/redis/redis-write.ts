@@ -62,7 +62,7 @@ interface PlannedUnit {
   /** Release replacements, with their reverse index. */
   releases: string[][];
   /** Users whose asset sets are trimmed to what their addresses hold, once everything else is in. */
-  trims: [UserId, string[]][];
+  trims: UserId[];
   /** Addresses that lost asset records: unindexed at the end if they hold none any more. */
   emptied: [AssetKind, string][];
   /** Commands that complete the unit once it is applied (acknowledging the stream entries it came from). */
@@ -128,7 +128,8 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
   // Only now, with every new record in place, can users that lost addresses or assets be trimmed
   // to the union of what their remaining addresses hold. These read the state, which is the same
   // however often the steps before ran.
-  for (const [userId, addresses] of unit.trims) await trimAssets(redis, userId, addresses);
+  const trimmed = await readUsers(redis, unit.trims);
+  for (const record of trimmed) if (record) await trimAssets(redis, record.id, record.addresses);
   for (const [kind, address] of unit.emptied) {
     const left = await redis.send<number>(addressAssetsKey(kind, address), ["SCARD", addressAssetsKey(kind, address)]);
     if (left === 0) await redis.send(assetAddressesKey(kind), ["SREM", assetAddressesKey(kind), address]);
@@ -390,7 +391,7 @@ async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge:
     assets: { contracts: batch.interactions, nfts: batch.nfts },
     owners: userPlan.owners,
     releases,
-    trims: [...userPlan.trims, ...deletes.trims],
+    trims: [...new Set([...userPlan.trims, ...deletes.trims, ...deletes.claimants.map((relationId) => idOf.get(relationId) as UserId)])],
     emptied: deletes.emptied,
     then: acknowledge && acknowledge.ids.length > 0 ? chunks(acknowledge.ids).map((ids) => ["XACK", acknowledge.stream, acknowledge.group, ...ids]) : [],
   };
@@ -474,10 +475,10 @@ async function planDeletes(
   redis: RedisConnection,
   batch: IngestBatch,
   erased: Set<string>,
-): Promise<{ commands: string[][]; trims: [UserId, string[]][]; emptied: [AssetKind, string][] }> {
+): Promise<{ commands: string[][]; trims: UserId[]; emptied: [AssetKind, string][]; claimants: string[] }> {
   const commands: string[][] = [];
   const deletes = batch.deletes;
-  if (!deletes) return { commands, trims: [], emptied: [] };
+  if (!deletes) return { commands, trims: [], emptied: [], claimants: [] };
   // Edges of erased users go with them; an unknown relationId has no edges to delete.
   const names = [...new Set([...deletes.friends.flatMap(({ a, b }) => [a, b]), ...deletes.follows.flatMap(({ from, to }) => [from, to])])].filter(
     (name) => !erased.has(name),
@@ -511,14 +512,13 @@ async function planDeletes(
       seen.add(address);
     }
   }
-  // Owners of those addresses may hold the asset through another address: trimmed at the end.
+  // Owners of those addresses, before the batch and after it, may hold the asset through another
+  // address: trimmed at the end, to what their records then list.
   const addresses = [...touched];
   const owners = await hashGetMany(redis, identityIndexKey("address"), addresses);
-  const ownerIds = [...new Set(owners.filter((owner) => owner != null).map(Number))];
-  const records = await readUsers(redis, ownerIds);
-  const trims: [UserId, string[]][] = [];
-  records.forEach((record) => record && trims.push([record.id, record.addresses]));
-  return { commands, trims, emptied };
+  const trims = owners.filter((owner) => owner != null).map(Number);
+  const claimants = batch.users.filter((user) => user.addresses.some((address) => touched.has(address))).map((user) => user.relationId);
+  return { commands, trims, emptied, claimants };
 }
 
 /** The commands that replace releases, keeping the reverse index (released-to) in step. */
@@ -574,7 +574,7 @@ async function planUsers(
   users: Map<string, UserInput>,
   idOf: Map<string, UserId>,
   erased: ErasurePlan,
-): Promise<{ commands: string[][]; unlink: string[][]; owners: Map<string, UserId>; trims: [UserId, string[]][] }> {
+): Promise<{ commands: string[][]; unlink: string[][]; owners: Map<string, UserId>; trims: UserId[] }> {
   const batchIds = new Set<UserId>();
   const newOwner = new Map<string, UserId>();
   for (const user of users.values()) {
@@ -607,13 +607,13 @@ async function planUsers(
   ]);
 
   const unlink: string[][] = [];
-  const trims = new Map<UserId, string[]>();
+  const trims = new Set<UserId>();
   // An identity one batch user drops and another takes is overwritten, never unlinked.
   const claimed = new Set(batchUsers.flatMap((user) => identitiesOf(user).map(([kind, value]) => `${kind}:${value}`)));
   stale.forEach(({ id, user, kind, value }, i) => {
     if (staleOwners[i] !== String(id)) return;
     if (!claimed.has(`${kind}:${value}`)) unlink.push(["HDEL", identityIndexKey(kind), value]);
-    if (kind === "address") trims.set(id, user.addresses);
+    if (kind === "address") trims.add(id);
   });
 
   // Addresses taken from users outside the batch: those users' records must drop them. Users the
@@ -649,7 +649,7 @@ async function planUsers(
     if (!record || !lost) return;
     const trimmed = { ...record, addresses: record.addresses.filter((address) => !lost.has(address)) };
     commands.push(["SET", userKey(trimmed.id), JSON.stringify(trimmed)]);
-    trims.set(trimmed.id, trimmed.addresses);
+    trims.add(trimmed.id);
   });
 
   const owners = newOwner;
@@ -744,7 +744,7 @@ interface JournalledCommands {
   unlink: string[][];
   deletes: string[][];
   releases: string[][];
-  trims: [UserId, string[]][];
+  trims: UserId[];
   emptied: [AssetKind, string][];
   then: string[][];
   assets: Record<AssetKind, [string, string][]>;
