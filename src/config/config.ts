@@ -34,6 +34,8 @@ export interface Config {
   litNetwork: string;
   /** LOG_LEVEL: pino level. */
   logLevel: string;
+  /** WRITE_LEASE_MS: how long a writer (ingest, follow) killed outright keeps others waiting before they take over. */
+  writeLeaseMs: number;
 }
 
 /** Fields whose values must never be logged. */
@@ -67,6 +69,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),
     litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
     logLevel: text(env, "LOG_LEVEL") ?? "info",
+    writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {

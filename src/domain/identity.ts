@@ -27,7 +27,11 @@ export function normalizeAddress(raw: string): string | null {
   return raw.toLowerCase();
 }
 
-/** Social usernames are matched case-insensitively, so they are stored and looked up in lowercase. */
-export function normalizeSocialUsername(raw: string): string {
-  return raw.toLowerCase();
+/**
+ * The form a social username is matched by: NFC, then case-folded (upper then lower case, which also
+ * folds "ß" with "SS" and final "ς" with "σ", where lower case alone would not). Usernames are stored
+ * and returned as ingested; identity indexes and lookups use this form only.
+ */
+export function foldSocialUsername(raw: string): string {
+  return raw.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC");
 }

@@ -136,39 +136,68 @@ export class GraphQueries {
    * snapshot of the whole ranking; later pages read it, so a cursor chain never repeats a user even
    * if the graph changes meanwhile. A snapshot is keyed by user and content fingerprint, so concurrent
    * first pages share one snapshot, and an expired one is rebuilt when the graph has not changed.
+   *
+   * A cursor holds the score and relationId of the last user served, not a position: the next page
+   * goes on after that user in (score, relationId) order. Users erased meanwhile have no relationId
+   * any more and are skipped, and the others keep their order, so a chain neither repeats a user nor
+   * shows an erased one.
    */
   async recommendations(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
     const scope = `rec:${id}`;
     let ranking: Ranking;
     let fingerprint: string;
-    let offset = 0;
+    let after: { score: number; relationId: string } | null = null;
     const firstPage = page.cursor === "";
     if (firstPage) {
       ranking = await this.rankRecommendations(id);
       fingerprint = fingerprintOf(ranking);
     } else {
       const state = this.cursors.decode(scope, page.cursor);
-      if (typeof state.f !== "string" || !Number.isSafeInteger(state.o) || (state.o as number) < 0) {
+      if (typeof state.f !== "string" || typeof state.s !== "number" || typeof state.r !== "string" || state.r === "") {
         throw new InvalidCursorError("cursor is invalid: pass back the cursor of the previous page verbatim");
       }
       fingerprint = state.f;
-      offset = state.o as number;
+      after = { score: state.s, relationId: state.r };
       ranking = await this.loadSnapshot(id, fingerprint);
     }
     // The ranking keeps every tie at the cutoff; the chain served stops at maxResults.
     const served = Math.min(ranking.length, this.limits.maxResults);
-    const end = Math.min(offset + page.limit, served);
-    const hasMore = end < served;
-    if (firstPage && hasMore) {
-      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds);
+    const picked: { position: number; relationId: string }[] = [];
+    let more = false;
+    // Run by run of equal score, from the run of the last user served: each run in relationId order.
+    let position = after === null ? 0 : firstScoreAtMost(ranking, after.score, served);
+    while (position < served && !more) {
+      let end = position + 1;
+      while (end < ranking.length && ranking.score(end) === ranking.score(position)) end++;
+      const relationIds = await this.store.relationIds(ranking.ids(position, end));
+      // The chain stops at `served` entries: a run across the cut keeps its first by relationId.
+      const run = relationIds
+        .map((relationId, i) => ({ position: position + i, relationId }))
+        .filter(({ relationId }) => relationId !== "")
+        .sort((x, y) => (x.relationId < y.relationId ? -1 : 1))
+        .slice(0, served - position)
+        .filter(({ position: at, relationId }) => after === null || ranking.score(at) !== after.score || relationId > after.relationId);
+      for (const entry of run) {
+        if (picked.length === page.limit) {
+          more = true;
+          break;
+        }
+        picked.push(entry);
+      }
+      position = end;
+      // A full page at the end of a run: whatever runs are left are the next page's.
+      if (picked.length === page.limit && !more) more = position < served;
     }
-    const [tiesFrom, tiesTo] = ranking.tieSpan(offset, end);
-    const slice = ranking.window(offset, end, await this.store.relationIds(ranking.ids(tiesFrom, tiesTo)));
-    const users = await this.hydrate(slice.map((c) => c.id));
-    const countsOf = new Map(slice.map((c) => [c.id, c.counts]));
+    if (firstPage && more) {
+      // Owned by the user, so that erasing them drops it.
+      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds, id);
+    }
+    const users = await this.hydrate(picked.map(({ position: at }) => ranking.id(at)));
+    const countsOf = new Map(picked.map(({ position: at }) => [ranking.id(at), ranking.counts(at)]));
+    const last = picked.at(-1);
     return {
       items: users.map((user) => ({ user, description: describeCandidate(countsOf.get(user.id) ?? []) })),
-      cursor: hasMore ? this.cursors.encode(scope, { f: fingerprint, o: end }) : "",
+      cursor: more && last ? this.cursors.encode(scope, { f: fingerprint, s: ranking.score(last.position), r: last.relationId }) : "",
     };
   }
 
@@ -285,6 +314,18 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
 /** The sets that were read: one that grew past its bound since it was sized comes back null, and is skipped. */
 async function readSets(sets: Promise<(ArrayLike<UserId> | null)[]>): Promise<ArrayLike<UserId>[]> {
   return (await sets).filter((set) => set !== null);
+}
+
+/** The first position of `ranking` (before `end`) whose score is at most `score`: scores descend. */
+function firstScoreAtMost(ranking: Ranking, score: number, end: number): number {
+  let low = 0;
+  let high = end;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (ranking.score(middle) > score) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** Snapshots are packed rankings (Ranking.bytes); the version keeps a snapshot of an earlier layout from ever being read as one. */

@@ -6,21 +6,29 @@ import { loadConfig } from "../config/config.js";
 import { createStore } from "../store/index.js";
 import { DEMO_DATASET } from "./demo.js";
 import { generateJsonLines } from "./generate.js";
-import { ingestFiles, type IngestProgress } from "./ingest.js";
+import { STDIN, ingestFiles, type IngestProgress } from "./ingest.js";
 import { IngestValidationError } from "./validate.js";
 
 /** The streams a command writes to: process.stdout and process.stderr when run from the shell. */
 export interface CliIo {
+  /** Read by "relgraph ingest -" (process.stdin by default). */
+  stdin?: NodeJS.ReadableStream;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
 
-const INGEST_HELP = `Usage: relgraph ingest [--dry-run] [--max-errors N] FILE.jsonl ...
+const INGEST_HELP = `Usage: relgraph ingest [--dry-run] [--max-errors N] FILE.jsonl ... | -
 
-Loads JSON Lines files into the configured store (REDIS_URL or REDIS_CLUSTER_NODES) as one load.
+Loads JSON Lines files (or standard input, "-") into the configured store (REDIS_URL or
+REDIS_CLUSTER_NODES) as one load. Records may carry "op": "upsert" (the default) or "delete";
+records about the same thing apply in load order (files in the order given, lines top to bottom).
 Every record of every file is validated first, also against what is already stored; if any record
 is invalid, nothing is written and each problem is printed as "file:line: reason".
-Loading the same files again leaves the same state.
+
+The load is then applied as one unit: it is saved in Redis before its first change, so that a load
+killed at any point (or refused by Redis) is completed by the next writer, which is the next
+"relgraph ingest" or "relgraph follow" on the same store. Loading the same files again leaves the
+same state.
 
 Options:
   --dry-run        validate only; write nothing
@@ -28,7 +36,7 @@ Options:
   -h, --help       show this help
 
 Exit status: 0 loaded (or valid, with --dry-run); 1 invalid records, unreadable files or store
-failure, with nothing written; 2 usage or configuration error.
+failure; 2 usage or configuration error.
 `;
 
 const GENERATE_HELP = `Usage: relgraph generate [--users N] [--seed S] [--mean-degree D] [--triadic-closure F] [--out FILE]
@@ -64,6 +72,7 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
   }
   const files = args.positionals;
   if (files.length === 0) return usage(io, "ingest", "no files given");
+  if (files.filter((file) => file === STDIN).length > 1) return usage(io, "ingest", 'standard input ("-") can be read once');
   const maxErrors = args.values["max-errors"] ?? "100";
   if (!/^[1-9]\d{0,6}$/.test(maxErrors)) return usage(io, "ingest", `--max-errors must be a positive integer, got "${maxErrors}"`);
   const dryRun = args.values["dry-run"] ?? false;
@@ -89,6 +98,8 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
       dryRun: dryRun || !persistent,
       maxErrors: Number(maxErrors),
       onProgress: progressPrinter(io.stderr),
+      stdin: io.stdin,
+      onNotice: (message) => io.stderr.write(`relgraph ingest: ${message}\n`),
     });
     const summary = `${count(result.records)} records (${count(result.users)} users) from ${count(files.length)} file${files.length === 1 ? "" : "s"} in ${result.seconds.toFixed(2)} s, ${count(Math.round(result.recordsPerSecond))} records/s`;
     if (dryRun) {

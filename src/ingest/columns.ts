@@ -2,7 +2,7 @@
  * An append-only column of numbers in a typed array. Ingestion keeps one entry per record for
  * millions of records; a plain array of numbers would cost twice to four times as much.
  */
-export class NumberColumn<Data extends Float64Array | Uint32Array | Int32Array = Float64Array | Uint32Array | Int32Array> {
+export class NumberColumn<Data extends Float64Array | Uint32Array | Int32Array | Uint8Array = Float64Array | Uint32Array | Int32Array | Uint8Array> {
   private data: Data;
   length = 0;
 
@@ -40,6 +40,11 @@ export class NumberColumn<Data extends Float64Array | Uint32Array | Int32Array =
 /** A column of 32-bit unsigned integers. */
 export function uint32Column(): NumberColumn<Uint32Array> {
   return new NumberColumn((size) => new Uint32Array(size));
+}
+
+/** A column of bytes. */
+export function uint8Column(): NumberColumn<Uint8Array> {
+  return new NumberColumn((size) => new Uint8Array(size));
 }
 
 /** A column of 32-bit signed integers. */

@@ -18,11 +18,18 @@ export interface IngestLogger {
   info(message: string): void;
 }
 
+/** The file name that reads standard input. */
+export const STDIN = "-";
+
 /** Options of ingestFiles and ingestRecords. */
 export interface IngestOptions {
+  /** What STDIN reads (process.stdin by default). */
+  stdin?: NodeJS.ReadableStream;
   /** Called every PARSE_PROGRESS_EVERY records while parsing, and after each batch the store flushes. */
   onProgress?: (progress: IngestProgress) => void;
   logger?: IngestLogger;
+  /** Told what the store's writer waits for or completes besides this load (another writer, an interrupted write). */
+  onNotice?: (message: string) => void;
   /** How many errors a failure report lists before "… and N more errors". Default 100. */
   maxErrors?: number;
   /** Validate only (against the store too), and write nothing. */
@@ -43,19 +50,19 @@ export interface IngestResult {
 export const PARSE_PROGRESS_EVERY = 100_000;
 
 /**
- * Loads JSON Lines files into the store as one load: every record of every file is validated (see
+ * Loads JSON Lines files (STDIN reads standard input) into the store as one load: every record of every file is validated (see
  * validate.ts) before anything is written. Throws IngestValidationError, listing `file:line:
  * reason`, when any record is invalid or a file cannot be read; the store is then untouched.
  */
 export async function ingestFiles(store: IngestTarget, files: readonly string[], options: IngestOptions = {}): Promise<IngestResult> {
   const started = performance.now();
-  const validator = createLoadValidator({ sources: files, maxErrors: options.maxErrors });
+  const validator = createLoadValidator({ sources: files.map((file) => (file === STDIN ? "stdin" : file)), maxErrors: options.maxErrors });
   const unreadable = await Promise.all(files.map(readProblem));
   unreadable.forEach((problem, source) => problem && validator.reject(source, 0, problem));
   if (unreadable.some(Boolean)) return finish(store, validator, started, options);
   for (const [source, file] of files.entries()) {
     let reported = validator.records;
-    await readLines(file, (text, line) => {
+    await readLines(file === STDIN ? (options.stdin ?? process.stdin) : file, (text, line) => {
       validator.addLine(text, source, line);
       if (validator.records - reported >= PARSE_PROGRESS_EVERY) {
         reported = validator.records;
@@ -87,7 +94,13 @@ async function finish(store: IngestTarget, validator: LoadValidator, started: nu
   const batch = await validator.finish(store);
   options.logger?.info(`validated ${validator.records} records defining ${batch.users.length} users`);
   if (!options.dryRun) {
-    await store.write(batch, (progress) => options.onProgress?.({ phase: "write", ...progress }));
+    await store.write(batch, {
+      onProgress: (progress) => options.onProgress?.({ phase: "write", ...progress }),
+      onNotice: (message) => {
+        options.onNotice?.(message);
+        options.logger?.info(message);
+      },
+    });
     options.logger?.info(`wrote ${validator.records} records`);
   }
   const seconds = (performance.now() - started) / 1000;
@@ -101,6 +114,7 @@ async function finish(store: IngestTarget, validator: LoadValidator, started: nu
 
 /** Why a file cannot be read, or null when it can. */
 async function readProblem(file: string): Promise<string | null> {
+  if (file === STDIN) return null;
   try {
     const info = await stat(file);
     return info.isFile() ? null : "cannot read: not a regular file";

@@ -1,32 +1,41 @@
 /**
- * Validation of one load (contract.md, "Ingestion format"). Records arrive one at a time, in any
- * order and from any number of files; nothing is written until every record has been checked, here
- * and against what is already stored. The rules beyond the contract's text, written down in the
- * README's ingestion section:
+ * Validation of one load (contract.md, "Ingestion format" and "Changes"). Records arrive one at a
+ * time, in any order and from any number of files; nothing is written until every record has been
+ * checked, here and against what is already stored. The rules beyond the contract's text, written
+ * down in the README's ingestion section:
  *
- * - Every record is a JSON object with a known `type` and only that type's fields; blank lines are
- *   skipped.
+ * - Every record is a JSON object with a known `type` and only that type's fields, plus an optional
+ *   `op` ("upsert", the default, or "delete"); blank lines are skipped.
  * - `user`: `relationId` and `addresses` (an array, possibly empty) are required; `name` and `avatar`
  *   may be absent or null and then read as "". `social` / `game` may be absent or null; when present,
  *   `social.username` / `game.gameId` are required non-empty strings without commas (list
  *   parameters are comma-separated) or surrounding spaces, and their `name` / `avatar` default to "".
- *   A username, like an address, names at most one user, case-insensitively; a game id likewise.
+ *   A username (case-folded), an address or a game id names at most one user.
  * - `friend`: `description` may be absent and then reads as "". Self-friend and self-follow are
  *   errors, and so is a release whose peers include the releasing user.
- * - Duplicates are fine; the same user, friend pair (in either direction) or release recorded twice
- *   with different content is an error naming both lines.
+ * - A delete names what it deletes and nothing else: `relationId` (user, release), `a`/`b` (friend,
+ *   a `description` is allowed and ignored), `from`/`to`, `address`/`contract`. A release delete
+ *   withdraws the release, as `"peers":[]` does. Deleting what does not exist is not an error.
+ * - Records about the same thing (a user, a friend pair in either direction, a follow, an
+ *   interaction, an nft, a user's release) apply in load order: the last one wins. A user delete
+ *   voids every earlier record of the load that names that user (their user records, edges and
+ *   releases, and their place in others' releases) and the earlier interaction and nft records of the
+ *   addresses they held, then erases what is stored of them. The validator hands the store the net
+ *   effect (IngestBatch), so the store never sees two records about one thing.
+ * - A record that survives must only name users that exist once the load is applied: defined by the
+ *   load, or stored and not deleted by it.
  * - An identity (address, username, game id) already stored for another user is an error, unless
- *   this load redefines that user, which moves the identity.
+ *   this load redefines or deletes that user, which frees the identity.
  */
 import type { Game, Identity, IdentityKind, Social } from "../domain/model.js";
-import { RELATION_ID_PATTERN, normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
-import { FollowColumns, FriendColumns, TextIndex, sortedByKey } from "../store/batch.js";
+import { RELATION_ID_PATTERN, normalizeAddress } from "../domain/identity.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey } from "../store/batch.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
-import { float64Column, int32Column, uint32Column, type NumberColumn } from "./columns.js";
+import { float64Column, int32Column, uint32Column, uint8Column, type NumberColumn } from "./columns.js";
 import { parseCommonRecord } from "./common-records.js";
 
-/** What validation reads from the store: whether referenced users and claimed identities exist. */
-export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds">;
+/** What validation reads from the store: whether referenced users and claimed identities exist, and what deleted users held. */
+export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds" | "users">;
 
 /** Options of createLoadValidator. */
 export interface LoadValidatorOptions {
@@ -71,11 +80,13 @@ export function createLoadValidator(options: LoadValidatorOptions): LoadValidato
   return new Validation(options.sources, options.maxErrors ?? 100);
 }
 
-const USER_FIELDS = ["type", "relationId", "name", "avatar", "addresses", "social", "game"];
-const FRIEND_FIELDS = ["type", "a", "b", "description"];
-const FOLLOW_FIELDS = ["type", "from", "to"];
-const ASSET_FIELDS = ["type", "address", "contract"];
-const RELEASE_FIELDS = ["type", "relationId", "peers"];
+const USER_FIELDS = ["op", "type", "relationId", "name", "avatar", "addresses", "social", "game"];
+const FRIEND_FIELDS = ["op", "type", "a", "b", "description"];
+const FOLLOW_FIELDS = ["op", "type", "from", "to"];
+const ASSET_FIELDS = ["op", "type", "address", "contract"];
+const RELEASE_FIELDS = ["op", "type", "relationId", "peers"];
+const USER_DELETE_FIELDS = ["op", "type", "relationId"];
+const RELEASE_DELETE_FIELDS = ["op", "type", "relationId"];
 const SOCIAL_FIELDS = ["username", "name", "avatar"];
 const GAME_FIELDS = ["gameId", "name", "avatar"];
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -85,8 +96,12 @@ const IDENTIFIER_MAX = 256;
 const LOOKUP_CHUNK = 10_000;
 // Errors kept for sorting; beyond this they are only counted.
 const ERRORS_KEPT = 10_000;
-// A location packs the source index and the line into one double.
+// A location packs the source index and the line into one double; it grows in load order.
 const LINE_SPAN = 2 ** 32;
+// Column marks of a relation record: what it does, or that a later record or a user delete voids it.
+const UPSERT = 0;
+const DELETE = 1;
+const VOID = 2;
 
 /** Thrown inside a record's checks with the reason it is rejected. */
 class RecordError extends Error {}
@@ -97,10 +112,22 @@ function fail(reason: string): never {
 
 type Json = Record<string, unknown>;
 
-/** Locations of references to one relationId that is not (yet) defined in the load. */
-interface PendingRefs {
-  at: number[];
-  more: number;
+/** An interaction or nft record, with where it is and what it does. */
+interface AssetRecord {
+  address: string;
+  contract: string;
+  at: number;
+  op: typeof UPSERT | typeof DELETE;
+}
+
+/** A user's latest release record in the load. */
+interface ReleaseRecord {
+  relationId: number;
+  /** Interned relationIds, or "*". */
+  peers: "*" | number[];
+  at: number;
+  /** A release delete: withdraws the release, and is no error when the user does not exist. */
+  withdraw: boolean;
 }
 
 class Validation implements LoadValidator {
@@ -111,29 +138,36 @@ class Validation implements LoadValidator {
   private readonly relationIds = new TextIndex();
   // Per relationId index: 0 not defined in the load, -1 defined by an invalid record, k users[k-1].
   private readonly definedAs = int32Column();
-  private readonly pending = new Map<number, PendingRefs>();
+  // Per relationId index: where the load last deletes that user (0: never).
+  private readonly erasedAt = float64Column();
+  // Addresses of user records that a later delete voided, by relationId index: their asset records
+  // before the delete are voided too.
+  private readonly erasedAddresses = new Map<number, Set<string>>();
+  // Addresses of user records that a later record of the same user replaced: a later delete voids
+  // their asset records too.
+  private readonly replacedAddresses = new Map<number, Set<string>>();
+  // The latest user record of each relationId the load defines, in order of first appearance (the
+  // order ids are allocated in), and where each is.
   private readonly users: UserInput[] = [];
   private readonly userAt = float64Column();
-  private readonly owners: Record<IdentityKind, Map<string, number>> = {
-    address: new Map(),
-    social: new Map(),
-    game: new Map(),
-  };
   // Friend and follow records in columns of interned relationIds and descriptions: millions of
   // records held as objects until the write made garbage collection most of a large load's time.
   private readonly friendA = uint32Column();
   private readonly friendB = uint32Column();
   private readonly friendDescription = uint32Column();
+  private readonly friendOp = uint8Column();
   private readonly descriptions = new TextIndex();
   private readonly friendAt = float64Column();
   private readonly followFrom = uint32Column();
   private readonly followTo = uint32Column();
-  private readonly interactions: IngestBatch["interactions"] = [];
-  private readonly nfts: IngestBatch["nfts"] = [];
+  private readonly followOp = uint8Column();
+  private readonly followAt = float64Column();
+  private followDeletes = 0;
+  private readonly interactions: AssetRecord[] = [];
+  private readonly nfts: AssetRecord[] = [];
+  private assetDeletes = 0;
   private readonly addressIntern = new Map<string, string>();
-  private readonly releases: IngestBatch["releases"] = [];
-  private readonly releaseAt: number[] = [];
-  private readonly releaseOf = new Map<number, number>();
+  private readonly releases = new Map<number, ReleaseRecord>();
 
   constructor(
     private readonly sources: readonly string[],
@@ -161,19 +195,20 @@ class Validation implements LoadValidator {
     const at = source * LINE_SPAN + line;
     try {
       if (!isObject(value)) fail("a record must be a JSON object");
+      const op = opOf(value.op);
       switch (value.type) {
         case "user":
-          return this.addUser(value, at);
+          return op === DELETE ? this.deleteUser(value, at) : this.addUser(value, at);
         case "friend":
-          return this.addFriend(value, at);
+          return this.addFriend(value, op, at);
         case "follow":
-          return this.addFollow(value, at);
+          return this.addFollow(value, op, at);
         case "interaction":
-          return this.addAsset(value, this.interactions);
+          return this.addAsset(value, op, at, this.interactions);
         case "nft":
-          return this.addAsset(value, this.nfts);
+          return this.addAsset(value, op, at, this.nfts);
         case "release":
-          return this.addRelease(value, at);
+          return this.addRelease(value, op, at);
         case undefined:
           return fail('missing "type"');
         default:
@@ -190,18 +225,41 @@ class Validation implements LoadValidator {
   }
 
   async finish(store: StoredGraph): Promise<IngestBatch> {
-    await this.checkStoredReferences(store);
-    await this.checkStoredOwners(store);
-    const duplicate = this.findDuplicateFriends();
+    const friendMarks = this.netFriends();
+    const followMarks = this.netFollows();
+    const interactions = this.netAssets(this.interactions);
+    const nfts = this.netAssets(this.nfts);
+    await this.voidAssetsOfErasedUsers(store, [interactions, nfts]);
+    const releases = await this.checkReferences(store, friendMarks, followMarks, this.netReleases());
+    await this.checkClaims(store);
     if (this.errorCount > 0) throw new IngestValidationError(this.report(), this.errorCount);
-    const kept = (column: NumberColumn<Uint32Array>) => withoutMarked(column.view(), duplicate);
+
+    const names = this.relationIds.texts;
+    const friendsOf = (op: number) => marked(friendMarks, op);
+    const followsOf = (op: number) => marked(followMarks, op);
+    const upserted = friendsOf(UPSERT);
+    const follows = followsOf(UPSERT);
+    const assetsOf = (records: AssetRecord[], op: number) =>
+      records.filter((record) => record.op === op).map(({ address, contract }) => ({ address, contract }));
+    const erasures: string[] = [];
+    for (let idx = 0; idx < names.length; idx++) if (this.erasedAt.get(idx) > 0) erasures.push(names[idx]!);
     return {
-      users: this.users,
-      friends: new FriendColumns(this.relationIds.texts, kept(this.friendA), kept(this.friendB), this.descriptions.texts, kept(this.friendDescription)),
-      follows: new FollowColumns(this.relationIds.texts, this.followFrom.view(), this.followTo.view()),
-      interactions: this.interactions,
-      nfts: this.nfts,
-      releases: this.releases,
+      erasures,
+      users: this.users.filter((_, k) => this.userSurvives(k)),
+      friends: new FriendColumns(names, pick(this.friendA, upserted), pick(this.friendB, upserted), this.descriptions.texts, pick(this.friendDescription, upserted)),
+      follows: new FollowColumns(names, pick(this.followFrom, follows), pick(this.followTo, follows)),
+      interactions: assetsOf(interactions, UPSERT),
+      nfts: assetsOf(nfts, UPSERT),
+      releases: releases.map(({ relationId, peers }) => ({
+        relationId: names[relationId]!,
+        peers: peers === "*" ? "*" : peers.map((peer) => names[peer]!),
+      })),
+      deletes: {
+        friends: [...friendsOf(DELETE)].map((i) => ({ a: names[this.friendA.get(i)]!, b: names[this.friendB.get(i)]! })),
+        follows: [...followsOf(DELETE)].map((i) => ({ from: names[this.followFrom.get(i)]!, to: names[this.followTo.get(i)]! })),
+        interactions: assetsOf(interactions, DELETE),
+        nfts: assetsOf(nfts, DELETE),
+      },
     };
   }
 
@@ -221,58 +279,72 @@ class Validation implements LoadValidator {
         game: gameOf(record.game),
       };
     } catch (error) {
-      if (this.definedAs.get(idx) === 0) this.define(idx, -1);
+      if (this.definedAs.get(idx) === 0) this.definedAs.set(idx, -1);
       throw error;
     }
     const defined = this.definedAs.get(idx);
     if (defined > 0) {
-      if (!sameUser(this.users[defined - 1]!, user)) {
-        fail(`user ${show(user.relationId)} is already defined differently at ${this.where(this.userAt.get(defined - 1))}`);
-      }
+      // A later record of the same user replaces the earlier one, keeping its place in the id order.
+      addAll(this.replacedAddresses, idx, this.users[defined - 1]!.addresses);
+      this.users[defined - 1] = user;
+      this.userAt.set(defined - 1, at);
       return;
     }
-    const userIndex = this.users.length;
+    if (defined < 0) return;
     this.users.push(user);
     this.userAt.push(at);
-    this.define(idx, userIndex + 1);
-    for (const address of user.addresses) this.claim("address", address, userIndex, at);
-    if (user.social) this.claim("social", user.social.username, userIndex, at);
-    if (user.game) this.claim("game", user.game.gameId, userIndex, at);
+    this.definedAs.set(idx, this.users.length);
   }
 
-  private addFriend(record: Json, at: number): void {
-    checkFields(record, FRIEND_FIELDS, "friend record");
+  private deleteUser(record: Json, at: number): void {
+    checkFields(record, USER_DELETE_FIELDS, "user delete");
+    const idx = this.relationIds.indexOf(relationIdOf(record.relationId, "relationId"));
+    this.erasedAt.set(idx, at);
+    const defined = this.definedAs.get(idx);
+    if (defined > 0) addAll(this.erasedAddresses, idx, this.users[defined - 1]!.addresses);
+    addAll(this.erasedAddresses, idx, this.replacedAddresses.get(idx) ?? []);
+  }
+
+  private addFriend(record: Json, op: number, at: number): void {
+    checkFields(record, FRIEND_FIELDS, op === DELETE ? "friend delete" : "friend record");
     const a = relationIdOf(record.a, "a");
     const b = relationIdOf(record.b, "b");
     const description = textOf(record.description, "description");
     if (a === b) fail("a user cannot be their own friend");
-    this.friendA.push(this.reference(a, at));
-    this.friendB.push(this.reference(b, at));
-    this.friendDescription.push(this.descriptions.indexOf(description));
+    this.friendA.push(this.relationIds.indexOf(a));
+    this.friendB.push(this.relationIds.indexOf(b));
+    this.friendDescription.push(this.descriptions.indexOf(op === DELETE ? "" : description));
+    this.friendOp.push(op);
     this.friendAt.push(at);
   }
 
-  private addFollow(record: Json, at: number): void {
-    checkFields(record, FOLLOW_FIELDS, "follow record");
+  private addFollow(record: Json, op: number, at: number): void {
+    checkFields(record, FOLLOW_FIELDS, op === DELETE ? "follow delete" : "follow record");
     const from = relationIdOf(record.from, "from");
     const to = relationIdOf(record.to, "to");
     if (from === to) fail("a user cannot follow themselves");
-    this.followFrom.push(this.reference(from, at));
-    this.followTo.push(this.reference(to, at));
+    this.followFrom.push(this.relationIds.indexOf(from));
+    this.followTo.push(this.relationIds.indexOf(to));
+    this.followOp.push(op);
+    this.followAt.push(at);
+    if (op === DELETE) this.followDeletes++;
   }
 
-  private addAsset(record: Json, into: { address: string; contract: string }[]): void {
-    checkFields(record, ASSET_FIELDS, `${String(record.type)} record`);
+  private addAsset(record: Json, op: typeof UPSERT | typeof DELETE, at: number, into: AssetRecord[]): void {
+    checkFields(record, ASSET_FIELDS, `${String(record.type)} ${op === DELETE ? "delete" : "record"}`);
     const address = this.internAddress(addressOf(record.address, "address"));
     const contract = this.internAddress(addressOf(record.contract, "contract"));
-    into.push({ address, contract });
+    into.push({ address, contract, at, op });
+    if (op === DELETE) this.assetDeletes++;
   }
 
-  private addRelease(record: Json, at: number): void {
-    checkFields(record, RELEASE_FIELDS, "release record");
+  private addRelease(record: Json, op: number, at: number): void {
+    checkFields(record, op === DELETE ? RELEASE_DELETE_FIELDS : RELEASE_FIELDS, op === DELETE ? "release delete" : "release record");
     const relationId = relationIdOf(record.relationId, "relationId");
     let peers: "*" | string[];
-    if (record.peers === "*") {
+    if (op === DELETE) {
+      peers = [];
+    } else if (record.peers === "*") {
       peers = "*";
     } else if (Array.isArray(record.peers)) {
       peers = [...new Set(record.peers.map((peer, i) => relationIdOf(peer, `peers[${i}]`)))];
@@ -280,36 +352,15 @@ class Validation implements LoadValidator {
     } else {
       fail('"peers" must be "*" or an array of relationIds');
     }
-    const idx = this.reference(relationId, at);
-    const prior = this.releaseOf.get(idx);
-    if (prior !== undefined) {
-      if (!sameRelease(this.releases[prior]!.peers, peers)) {
-        fail(`the release of ${show(relationId)} is already recorded differently at ${this.where(this.releaseAt[prior]!)}`);
-      }
-      return;
-    }
-    const interned = peers === "*" ? peers : peers.map((peer) => this.relationIds.texts[this.reference(peer, at)]!);
-    this.releaseOf.set(idx, this.releases.length);
-    this.releases.push({ relationId: this.relationIds.texts[idx]!, peers: interned });
-    this.releaseAt.push(at);
+    const idx = this.relationIds.indexOf(relationId);
+    // A release replaces the user's whole release, so only the latest one counts.
+    this.releases.set(idx, { relationId: idx, peers: peers === "*" ? "*" : peers.map((peer) => this.relationIds.indexOf(peer)), at, withdraw: op === DELETE });
   }
 
   private addressList(value: unknown): string[] {
     if (!Array.isArray(value)) fail('"addresses" must be an array of addresses');
     const addresses = value.map((item, i) => this.internAddress(addressOf(item, `addresses[${i}]`)));
     return [...new Set(addresses)];
-  }
-
-  /** Registers one user's claim on an identity; a claim by another user of the load is an error. */
-  private claim(kind: IdentityKind, value: string, userIndex: number, at: number): void {
-    const owners = this.owners[kind];
-    const owner = owners.get(value);
-    if (owner === undefined) {
-      owners.set(value, userIndex);
-    } else if (owner !== userIndex) {
-      const user = this.users[owner]!;
-      this.error(at, `${identityLabel(kind, value)} already belongs to user ${show(user.relationId)} (${this.where(this.userAt.get(owner))})`);
-    }
   }
 
   private internAddress(address: string): string {
@@ -319,103 +370,199 @@ class Validation implements LoadValidator {
     return address;
   }
 
-  /** Interns a referenced relationId and remembers where, until the load defines it. */
-  private reference(relationId: string, at: number): number {
-    const idx = this.relationIds.indexOf(relationId);
-    if (this.definedAs.get(idx) !== 0) return idx;
-    let refs = this.pending.get(idx);
-    if (!refs) {
-      refs = { at: [], more: 0 };
-      this.pending.set(idx, refs);
-    }
-    // Only the earliest locations can make the printed report; later ones are counted.
-    if (refs.at.length < this.maxErrors) refs.at.push(at);
-    else refs.more++;
-    return idx;
+  /** Whether users[k] is in the load's outcome: not followed by a delete of the same user. */
+  private userSurvives(k: number): boolean {
+    const idx = this.relationIds.find(this.users[k]!.relationId)!;
+    return this.userAt.get(k) > this.erasedAt.get(idx);
   }
 
-  private define(idx: number, as: number): void {
-    this.definedAs.set(idx, as);
-    this.pending.delete(idx);
-  }
-
-  private isDefined(relationId: string): boolean {
-    const idx = this.relationIds.find(relationId);
-    return idx !== undefined && this.definedAs.get(idx) !== 0;
-  }
-
-  /** References to users the load does not define must name stored users. */
-  private async checkStoredReferences(store: StoredGraph): Promise<void> {
-    const missing = [...this.pending.keys()];
-    for (let start = 0; start < missing.length; start += LOOKUP_CHUNK) {
-      const chunk = missing.slice(start, start + LOOKUP_CHUNK);
-      const ids = await store.resolveRelationIds(chunk.map((idx) => this.relationIds.texts[idx]!));
-      chunk.forEach((idx, k) => {
-        if (ids[k] !== null) return;
-        const refs = this.pending.get(idx)!;
-        const reason = `unknown relationId ${show(this.relationIds.texts[idx]!)}: not in this load and not stored`;
-        for (const at of refs.at) this.error(at, reason);
-        this.errorCount += refs.more;
-      });
-    }
-  }
-
-  /** Identities the load assigns must not be stored for a user that this load leaves as it is. */
-  private async checkStoredOwners(store: StoredGraph): Promise<void> {
-    const claims = this.claims();
-    for (let chunk = takeChunk(claims); chunk.length > 0; chunk = takeChunk(claims)) {
-      const ids = await store.resolve(chunk.map((claim) => claim.identity));
-      const hits = chunk.flatMap((claim, k) => (ids[k] == null ? [] : [{ claim, id: ids[k] }]));
-      if (hits.length === 0) continue;
-      const owners = await store.relationIds(hits.map((hit) => hit.id));
-      hits.forEach(({ claim }, k) => {
-        const owner = owners[k]!;
-        const user = this.users[claim.user]!;
-        if (owner === user.relationId || owner === "" || this.isDefined(owner)) return;
-        const where = this.userAt.get(claim.user);
-        this.error(where, `${identityLabel(claim.identity.kind, claim.identity.value)} already belongs to stored user ${show(owner)}`);
-      });
-    }
-  }
-
-  private *claims(): Generator<{ identity: Identity; user: number }> {
-    for (let user = 0; user < this.users.length; user++) {
-      const { addresses, social, game } = this.users[user]!;
-      for (const value of addresses) yield { identity: { kind: "address", value }, user };
-      if (social) yield { identity: { kind: "social", value: social.username }, user };
-      if (game) yield { identity: { kind: "game", value: game.gameId }, user };
-    }
+  /** Whether a record at `at` naming idx is voided by a later delete of that user. */
+  private voidedBy(idx: number, at: number): boolean {
+    return at < this.erasedAt.get(idx);
   }
 
   /**
-   * Marks repeated friend pairs (1 = drop) and reports pairs recorded with different descriptions.
-   * Pairs are grouped by a two-pass counting sort on their interned ends: linear time, and a few
-   * bytes per edge where a map keyed by pair would cost tens.
+   * Marks each friend record UPSERT, DELETE or VOID: the last record of each pair (in either
+   * direction) counts, unless a later user delete voids it. Pairs are grouped by a two-pass counting
+   * sort on their interned ends: linear time, and a few bytes per edge where a map keyed by pair
+   * would cost tens.
    */
-  private findDuplicateFriends(): Uint8Array {
+  private netFriends(): Uint8Array {
     const n = this.friendA.length;
-    const duplicate = new Uint8Array(n);
+    const marks = new Uint8Array(n);
     const a = this.friendA.view();
     const b = this.friendB.view();
     const lo = a.map((ia, i) => Math.min(ia, b[i]!));
     const hi = a.map((ia, i) => Math.max(ia, b[i]!));
-    const order = sortedByKey(lo, this.relationIds.texts.length, sortedByKey(hi, this.relationIds.texts.length));
-    let head = 0;
-    for (let k = 1; k < n; k++) {
-      const first = order[head]!;
-      const current = order[k]!;
-      if (lo[first] !== lo[current] || hi[first] !== hi[current]) {
-        head = k;
-        continue;
+    const range = this.relationIds.texts.length;
+    lastOfEachGroup(sortedByKey(lo, range, sortedByKey(hi, range)), (x, y) => lo[x] === lo[y] && hi[x] === hi[y], marks);
+    for (let i = 0; i < n; i++) {
+      if (marks[i] === VOID) continue;
+      const at = this.friendAt.get(i);
+      marks[i] = this.voidedBy(a[i]!, at) || this.voidedBy(b[i]!, at) ? VOID : this.friendOp.get(i);
+    }
+    return marks;
+  }
+
+  /** Marks each follow record as netFriends does friends; with no follow deletes, repeats are harmless and kept. */
+  private netFollows(): Uint8Array {
+    const n = this.followFrom.length;
+    const marks = new Uint8Array(n);
+    const from = this.followFrom.view();
+    const to = this.followTo.view();
+    if (this.followDeletes > 0) {
+      const range = this.relationIds.texts.length;
+      lastOfEachGroup(sortedByKey(from, range, sortedByKey(to, range)), (x, y) => from[x] === from[y] && to[x] === to[y], marks);
+    }
+    const anyErased = this.erasedAt.length > 0;
+    for (let i = 0; i < n; i++) {
+      if (marks[i] === VOID) continue;
+      const at = this.followAt.get(i);
+      marks[i] = anyErased && (this.voidedBy(from[i]!, at) || this.voidedBy(to[i]!, at)) ? VOID : this.followOp.get(i);
+    }
+    return marks;
+  }
+
+  /** The last record of each (address, contract) pair; every record when the load deletes none. */
+  private netAssets(records: AssetRecord[]): AssetRecord[] {
+    if (this.assetDeletes === 0) return records;
+    const last = new Map<string, AssetRecord>();
+    for (const record of records) {
+      const key = `${record.address}\n${record.contract}`;
+      // Re-inserted so that the map keeps load order of the last records.
+      last.delete(key);
+      last.set(key, record);
+    }
+    return [...last.values()];
+  }
+
+  /**
+   * Drops asset records that a later user delete voids: those of addresses the deleted user held,
+   * as stored or as the load recorded before the delete.
+   */
+  private async voidAssetsOfErasedUsers(store: StoredGraph, lists: AssetRecord[][]): Promise<void> {
+    const erased: number[] = [];
+    for (let idx = 0; idx < this.relationIds.texts.length; idx++) if (this.erasedAt.get(idx) > 0) erased.push(idx);
+    if (erased.length === 0 || lists.every((list) => list.length === 0)) return;
+    const erasedAtOf = new Map<string, number>();
+    const note = (address: string, at: number) => erasedAtOf.set(address, Math.max(erasedAtOf.get(address) ?? 0, at));
+    for (const idx of erased) for (const address of this.erasedAddresses.get(idx) ?? []) note(address, this.erasedAt.get(idx));
+    for (let start = 0; start < erased.length; start += LOOKUP_CHUNK) {
+      const chunk = erased.slice(start, start + LOOKUP_CHUNK);
+      const ids = await store.resolveRelationIds(chunk.map((idx) => this.relationIds.texts[idx]!));
+      const present = chunk.flatMap((idx, k) => (ids[k] == null ? [] : [{ idx, id: ids[k] }]));
+      const records = await store.users(present.map(({ id }) => id));
+      present.forEach(({ idx }, k) => {
+        for (const address of records[k]?.addresses ?? []) note(address, this.erasedAt.get(idx));
+      });
+    }
+    for (const list of lists) {
+      const kept = list.filter((record) => record.at >= (erasedAtOf.get(record.address) ?? 0));
+      list.splice(0, list.length, ...kept);
+    }
+  }
+
+  /** The latest release of each user that survives, without the peers a later user delete removes. */
+  private netReleases(): ReleaseRecord[] {
+    const releases: ReleaseRecord[] = [];
+    for (const release of this.releases.values()) {
+      if (this.voidedBy(release.relationId, release.at)) continue;
+      const peers = release.peers === "*" ? "*" : release.peers.filter((peer) => !this.voidedBy(peer, release.at));
+      releases.push({ ...release, peers });
+    }
+    return releases;
+  }
+
+  /**
+   * Every user a surviving upsert names must exist once the load is applied: defined by the load,
+   * or stored and not deleted by it. Deletes may name anyone. Resolves with the releases to apply:
+   * a release delete of a user that does not exist withdraws nothing, and is dropped.
+   */
+  private async checkReferences(store: StoredGraph, friendMarks: Uint8Array, followMarks: Uint8Array, releases: ReleaseRecord[]): Promise<ReleaseRecord[]> {
+    const names = this.relationIds.texts;
+    // Per relationId index: 1 exists, 2 deleted by the load, 3 must be looked up, 0 not named.
+    const state = new Uint8Array(names.length);
+    const stateOf = (idx: number): number => {
+      if (state[idx] === 0) {
+        const defined = this.definedAs.get(idx);
+        if (defined < 0 || (defined > 0 && this.userSurvives(defined - 1))) state[idx] = 1;
+        else state[idx] = this.erasedAt.get(idx) > 0 ? 2 : 3;
       }
-      duplicate[current] = 1;
-      // Interned descriptions: equal indexes, equal texts.
-      if (this.friendDescription.get(first) !== this.friendDescription.get(current)) {
-        const names = `${show(this.relationIds.texts[a[current]!])}–${show(this.relationIds.texts[b[current]!])}`;
-        this.error(this.friendAt.get(current), `friend ${names} is already recorded with a different description at ${this.where(this.friendAt.get(first))}`);
+      return state[idx]!;
+    };
+    const references: { idx: number; at: number }[] = [];
+    const refer = (idx: number, at: number) => {
+      if (stateOf(idx) !== 1) references.push({ idx, at });
+    };
+    for (let i = 0; i < friendMarks.length; i++) {
+      if (friendMarks[i] !== UPSERT) continue;
+      refer(this.friendA.get(i), this.friendAt.get(i));
+      refer(this.friendB.get(i), this.friendAt.get(i));
+    }
+    for (let i = 0; i < followMarks.length; i++) {
+      if (followMarks[i] !== UPSERT) continue;
+      refer(this.followFrom.get(i), this.followAt.get(i));
+      refer(this.followTo.get(i), this.followAt.get(i));
+    }
+    for (const release of releases) {
+      if (release.withdraw) continue;
+      refer(release.relationId, release.at);
+      if (release.peers !== "*") for (const peer of release.peers) refer(peer, release.at);
+    }
+    const withdrawn = releases.filter((release) => release.withdraw && stateOf(release.relationId) !== 1);
+    const lookups = [...new Set([...references, ...withdrawn.map(({ relationId }) => ({ idx: relationId }))].filter(({ idx }) => state[idx] === 3).map(({ idx }) => idx))];
+    for (let start = 0; start < lookups.length; start += LOOKUP_CHUNK) {
+      const chunk = lookups.slice(start, start + LOOKUP_CHUNK);
+      const ids = await store.resolveRelationIds(chunk.map((idx) => names[idx]!));
+      chunk.forEach((idx, k) => (state[idx] = ids[k] === null ? 4 : 1));
+    }
+    for (const { idx, at } of references) {
+      if (state[idx] === 2) this.error(at, `relationId ${show(names[idx]!)} is deleted at ${this.where(this.erasedAt.get(idx))} and not defined again after it`);
+      else if (state[idx] === 4) this.error(at, `unknown relationId ${show(names[idx]!)}: not in this load and not stored`);
+    }
+    return releases.filter((release) => !release.withdraw || state[release.relationId] === 1);
+  }
+
+  /**
+   * Each identity (address, case-folded username, game id) names at most one user once the load is
+   * applied: no two users of the load claim one, and none is stored for a user the load leaves as it is.
+   */
+  private async checkClaims(store: StoredGraph): Promise<void> {
+    const owners: Record<IdentityKind, Map<string, number>> = { address: new Map(), social: new Map(), game: new Map() };
+    const claims: { identity: Identity; user: number }[] = [];
+    for (let k = 0; k < this.users.length; k++) {
+      if (!this.userSurvives(k)) continue;
+      for (const [kind, value] of identitiesOf(this.users[k]!)) {
+        const owner = owners[kind].get(value);
+        if (owner === undefined) {
+          owners[kind].set(value, k);
+          claims.push({ identity: { kind, value }, user: k });
+          continue;
+        }
+        // Reported at the later of the two records.
+        const [first, second] = this.userAt.get(owner) < this.userAt.get(k) ? [owner, k] : [k, owner];
+        this.error(this.userAt.get(second), `${identityLabel(kind, value, this.users[second]!)} already belongs to user ${show(this.users[first]!.relationId)} (${this.where(this.userAt.get(first))})`);
       }
     }
-    return duplicate;
+    for (let start = 0; start < claims.length; start += LOOKUP_CHUNK) {
+      const chunk = claims.slice(start, start + LOOKUP_CHUNK);
+      const ids = await store.resolve(chunk.map((claim) => claim.identity));
+      const hits = chunk.flatMap((claim, k) => (ids[k] == null ? [] : [{ claim, id: ids[k] }]));
+      if (hits.length === 0) continue;
+      const stored = await store.relationIds(hits.map((hit) => hit.id));
+      hits.forEach(({ claim }, k) => {
+        const owner = stored[k]!;
+        const user = this.users[claim.user]!;
+        if (owner === user.relationId || owner === "" || this.redefines(owner)) return;
+        this.error(this.userAt.get(claim.user), `${identityLabel(claim.identity.kind, claim.identity.value, user)} already belongs to stored user ${show(owner)}`);
+      });
+    }
+  }
+
+  /** Whether the load defines or deletes the user: then its stored identities are the load's to move. */
+  private redefines(relationId: string): boolean {
+    const idx = this.relationIds.find(relationId);
+    return idx !== undefined && (this.definedAs.get(idx) !== 0 || this.erasedAt.get(idx) > 0);
   }
 
   private error(at: number, reason: string): void {
@@ -440,23 +587,45 @@ class Validation implements LoadValidator {
   }
 }
 
-function takeChunk<T>(items: Iterator<T>): T[] {
-  const chunk: T[] = [];
-  for (let next = items.next(); !next.done; next = items.next()) {
-    chunk.push(next.value);
-    if (chunk.length === LOOKUP_CHUNK) break;
+/**
+ * Given positions sorted so that records about one thing are adjacent and in load order, marks every
+ * record but the last of its group VOID.
+ */
+function lastOfEachGroup(order: Uint32Array, same: (x: number, y: number) => boolean, marks: Uint8Array): void {
+  for (let k = 0; k + 1 < order.length; k++) {
+    if (same(order[k]!, order[k + 1]!)) marks[order[k]!] = VOID;
   }
-  return chunk;
 }
 
-/** The values whose entry in `marked` is 0, in order. */
-function withoutMarked(values: Uint32Array, marked: Uint8Array): Uint32Array {
+/** Adds `values` to the set at `key`. */
+function addAll<K, V>(map: Map<K, Set<V>>, key: K, values: Iterable<V>): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  for (const value of values) set.add(value);
+}
+
+/** Positions whose mark is `mark`, in order. */
+function marked(marks: Uint8Array, mark: number): Uint32Array {
   let count = 0;
-  for (const mark of marked) count += mark === 0 ? 1 : 0;
-  const kept = new Uint32Array(count);
+  for (const m of marks) count += m === mark ? 1 : 0;
+  const positions = new Uint32Array(count);
   let k = 0;
-  for (let i = 0; i < values.length; i++) if (marked[i] === 0) kept[k++] = values[i]!;
-  return kept;
+  for (let i = 0; i < marks.length; i++) if (marks[i] === mark) positions[k++] = i;
+  return positions;
+}
+
+/** The column's values at `positions`. */
+function pick(column: NumberColumn<Uint32Array>, positions: Uint32Array): Uint32Array {
+  const values = column.view();
+  const picked = new Uint32Array(positions.length);
+  for (let k = 0; k < positions.length; k++) picked[k] = values[positions[k]!]!;
+  return picked;
+}
+
+function opOf(value: unknown): typeof UPSERT | typeof DELETE {
+  if (value === undefined || value === "upsert") return UPSERT;
+  if (value === "delete") return DELETE;
+  return fail(`"op" must be "upsert" or "delete", got ${show(value)}`);
 }
 
 function isObject(value: unknown): value is Json {
@@ -506,7 +675,7 @@ function socialOf(value: unknown): Social | null {
   if (!isObject(value)) fail(`"social" must be an object or null, got ${show(value)}`);
   checkFields(value, SOCIAL_FIELDS, '"social"');
   return {
-    username: normalizeSocialUsername(identifierOf(value.username, "social.username")),
+    username: identifierOf(value.username, "social.username"),
     name: textOf(value.name, "social.name"),
     avatar: textOf(value.avatar, "social.avatar"),
   };
@@ -523,30 +692,10 @@ function gameOf(value: unknown): Game | null {
   };
 }
 
-function sameUser(x: UserInput, y: UserInput): boolean {
-  return (
-    x.name === y.name &&
-    x.avatar === y.avatar &&
-    sameSet(x.addresses, y.addresses) &&
-    JSON.stringify(x.social) === JSON.stringify(y.social) &&
-    JSON.stringify(x.game) === JSON.stringify(y.game)
-  );
-}
-
-function sameRelease(x: "*" | string[], y: "*" | string[]): boolean {
-  if (x === "*" || y === "*") return x === y;
-  return sameSet(x, y);
-}
-
-function sameSet(x: readonly string[], y: readonly string[]): boolean {
-  if (x.length !== y.length) return false;
-  const members = new Set(x);
-  return y.every((item) => members.has(item));
-}
-
-function identityLabel(kind: IdentityKind, value: string): string {
+/** How an error names an identity: a username as the user wrote it, not its folded form. */
+function identityLabel(kind: IdentityKind, value: string, user: UserInput): string {
   if (kind === "address") return `address ${value}`;
-  return kind === "social" ? `social username ${show(value)}` : `game id ${show(value)}`;
+  return kind === "social" ? `social username ${show(user.social?.username ?? value)}` : `game id ${show(value)}`;
 }
 
 /** A value as JSON, cut short so that a report line stays readable. */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "../domain/errors.js";
-import { IDENTITY_PARAM, normalizeAddress, normalizeSocialUsername } from "../domain/identity.js";
+import { IDENTITY_PARAM, normalizeAddress, foldSocialUsername } from "../domain/identity.js";
 import type { Identity, IdentityKind } from "../domain/model.js";
 import type { PageRequest } from "../graph/queries.js";
 
@@ -88,7 +88,7 @@ function identity(kind: IdentityKind, value: string): Identity {
   const param = IDENTITY_PARAM[kind];
   if (kind === "address") return { kind, value: address(param, value) };
   if (value.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${param} is longer than ${MAX_ID_LENGTH} characters`);
-  return { kind, value: kind === "social" ? normalizeSocialUsername(value) : value };
+  return { kind, value: kind === "social" ? foldSocialUsername(value) : value };
 }
 
 function address(param: string, value: string): string {

@@ -1,3 +1,4 @@
+import { foldSocialUsername } from "../domain/identity.js";
 import type { IdentityKind } from "../domain/model.js";
 import type { IngestBatch, UserInput } from "./store.js";
 
@@ -5,7 +6,10 @@ import type { IngestBatch, UserInput } from "./store.js";
 
 /** Number of records in a batch, the unit of write progress for every engine. */
 export function recordCount(batch: IngestBatch): number {
+  const deletes = batch.deletes;
   return (
+    (batch.erasures?.length ?? 0) +
+    (deletes ? deletes.friends.length + deletes.follows.length + deletes.interactions.length + deletes.nfts.length : 0) +
     batch.users.length +
     batch.friends.length +
     batch.follows.length +
@@ -168,10 +172,10 @@ function addNames(referenced: Set<string>, names: readonly string[], first: Uint
   }
 }
 
-/** The identity index entries a user record owns. */
+/** The identity index entries a user record owns; a username is indexed case-folded. */
 export function identitiesOf(user: UserInput): [IdentityKind, string][] {
   const entries: [IdentityKind, string][] = user.addresses.map((address) => ["address", address]);
-  if (user.social) entries.push(["social", user.social.username]);
+  if (user.social) entries.push(["social", foldSocialUsername(user.social.username)]);
   if (user.game) entries.push(["game", user.game.gameId]);
   return entries;
 }

@@ -9,7 +9,7 @@ export { createRedisStore, type RedisStoreOptions } from "./redis/redis-store.js
 export { UnknownRelationIdError } from "./batch.js";
 
 /** The configuration a store engine is chosen and opened from. */
-export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes">;
+export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs">>;
 
 /** Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer. */
 type EngineFactory = (config: StoreConfig) => Promise<GraphStore>;
@@ -17,8 +17,8 @@ type EngineFactory = (config: StoreConfig) => Promise<GraphStore>;
 /** The engines, by registered name. */
 export const ENGINES: Readonly<Record<string, EngineFactory>> = {
   memory: async () => createMemoryStore(),
-  redis: (config) => createRedisStore({ url: config.redisUrl ?? "" }),
-  "redis-cluster": (config) => createRedisStore({ clusterNodes: config.redisClusterNodes }),
+  redis: (config) => createRedisStore({ url: config.redisUrl ?? "" }, { leaseMs: config.writeLeaseMs }),
+  "redis-cluster": (config) => createRedisStore({ clusterNodes: config.redisClusterNodes }, { leaseMs: config.writeLeaseMs }),
 };
 
 /** The engine the configuration selects: cluster seeds, then a Redis URL, else the embedded store. */

@@ -77,21 +77,42 @@ export interface GraphReader {
   friendDescriptions(id: UserId, peers: readonly UserId[]): Promise<string[]>;
 }
 
-/** A user record as ingested, before it has an id. Addresses are lowercase, social username too. */
+/** A user record as ingested, before it has an id. Addresses are lowercase; the social username keeps its case. */
 export type UserInput = Omit<UserRecord, "id">;
 
+/** The edges a batch deletes; deleting an edge that is not stored is not an error. */
+export interface BatchDeletes {
+  /** Friend pairs, in either order. */
+  friends: { a: string; b: string }[];
+  follows: FollowRecord[];
+  interactions: { address: string; contract: string }[];
+  nfts: { address: string; contract: string }[];
+}
+
 /**
- * One validated, self-consistent load. Relations refer to users by relationId; every relationId
- * is either in `users` or already stored (the ingester checked). Addresses are lowercase.
+ * One validated load, as its net effect: at most one change per thing (the validator applied the
+ * load's order). Relations refer to users by relationId; every relationId an upsert names is either
+ * in `users` or stored and not erased (the validator checked). Addresses are lowercase.
+ *
+ * Engines apply it in this order: erasures, users, deletes, upserts of relations, releases.
  */
 export interface IngestBatch {
+  /**
+   * Users erased first: record, identities, every edge touching them, the releases naming them, the
+   * interaction and nft records of their addresses, and their recommendation snapshots. A relationId
+   * also in `users` is defined again afresh. Unknown relationIds are ignored.
+   */
+  erasures?: readonly string[];
+  /** Users upserted: each replaces the stored record; identities it no longer lists are detached. */
   users: UserInput[];
   /** An array, or typed columns (batch.ts) that iterate as the same records: what large loads use. */
   friends: FriendRecord[] | FriendColumns;
   follows: FollowRecord[] | FollowColumns;
   interactions: { address: string; contract: string }[];
   nfts: { address: string; contract: string }[];
+  /** Each replaces the user's whole release; `[]` withdraws it. */
   releases: { relationId: string; peers: "*" | string[] }[];
+  deletes?: BatchDeletes;
 }
 
 /** Progress of a write, reported after each flushed batch. */
@@ -100,15 +121,40 @@ export interface WriteProgress {
   total: number;
 }
 
-/** Write side, used only by ingestion. */
+/** Stream entries a write applies: acknowledged as part of it, by whichever writer completes it. */
+export interface StreamAcknowledgement {
+  stream: string;
+  group: string;
+  ids: string[];
+}
+
+/** Options of GraphWriter.write. */
+export interface WriteOptions {
+  /** Called after each flushed part of the write. */
+  onProgress?: (progress: WriteProgress) => void;
+  /** Stream entries the batch came from (redis engine only). */
+  acknowledge?: StreamAcknowledgement;
+  /** Told what the writer waits for or does besides the write: another writer's lease, an interrupted write it completes. */
+  onNotice?: (message: string) => void;
+}
+
+/** Write side, used only by ingestion and the change feed. */
 export interface GraphWriter {
   /**
-   * Applies a batch idempotently: applying the same batch twice leaves the same state. New
-   * relationIds get fresh ids; known ones keep theirs. Re-ingesting a user replaces its record and
-   * identity index entries. User-level asset sets follow address ownership whichever order the
-   * user and its interaction/nft records arrive in, across loads.
+   * Applies a batch (IngestBatch says in which order). Idempotent: applying the same batch twice
+   * leaves the same state. New relationIds get fresh ids; known ones keep theirs. User-level asset
+   * sets follow address ownership whichever order the user and its interaction/nft records arrive
+   * in, across loads. A batch applies as one unit: readers of the memory engine never see part of
+   * it; the redis engine journals it first, so that a write interrupted at any point is completed by
+   * the next writer (redis/journal.ts).
    */
-  write(batch: IngestBatch, onProgress?: (progress: WriteProgress) => void): Promise<void>;
+  write(batch: IngestBatch, options?: WriteOptions): Promise<void>;
+  /**
+   * Runs `work` as the store's only writer (writes inside it need no lease of their own): what the
+   * change feed reads and applies under, so that entries apply in stream order. An interrupted
+   * write left by another process is completed first.
+   */
+  exclusive<T>(work: () => Promise<T>, options?: Pick<WriteOptions, "onNotice">): Promise<T>;
 }
 
 /** A managed ApiKey, as stored: never the key itself, only its hash. */
@@ -133,7 +179,8 @@ export interface ApiKeyStore {
 
 /** Short-lived server-side paging state, shared by every server instance on the same store. */
 export interface PagingStateStore {
-  putPagingState(key: string, value: string, ttlSeconds: number): Promise<void>;
+  /** Stores one paging state; erasing `owner` (a user) drops it with them. */
+  putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId): Promise<void>;
   /** The value, or null when it never existed or has expired. */
   getPagingState(key: string): Promise<string | null>;
 }

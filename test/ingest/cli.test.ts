@@ -130,7 +130,7 @@ describe("relgraph ingest into Redis", () => {
     }
   });
 
-  it("fails with Redis's reason when Redis refuses a load halfway, after some batches were written", async () => {
+  it("fails with Redis's reason when Redis refuses a load halfway, leaving every user answerable and none of the load visible", async () => {
     // A server of its own: its memory limit must not reach the other tests.
     const full = await startRedisServer();
     const redis = createClient({ url: full.url });
@@ -142,33 +142,41 @@ describe("relgraph ingest into Redis", () => {
       const users = await box.write("users.jsonl", Array.from({ length: USERS }, (_, i) => userLine(name(i), [addr(`e${i}`)])));
       expect(await runIngest([users], captureIo())).toBe(0);
 
-      // Room for a small share of the friend sets below (about 15%): the write sends several batches,
-      // one behind the other, and a batch Redis refuses must fail the load, not be passed over.
+      // Room for a small share of the load below (about 15% of its friend sets), which also moves
+      // every user's address to a new one: a write applied halfway would leave users unanswerable.
       const used = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
       await redis.configSet({ maxmemory: String(used + 256 * 1024), "maxmemory-policy": "noeviction" });
       let seed = 7;
       const random = () => (seed = (seed * 48271) % 2147483647) % USERS;
+      const moved = Array.from({ length: USERS }, (_, i) => userLine(name(i), [addr(`f${i}`)]));
       const friends = Array.from({ length: 200_000 }, () => {
         const a = random();
         return { type: "friend", a: name(a), b: name((a + 1 + (random() % (USERS - 1))) % USERS) };
       });
       const io = captureIo();
-      expect(await runIngest([await box.write("friends.jsonl", friends)], io)).toBe(1);
+      expect(await runIngest([await box.write("friends.jsonl", [...moved, ...friends])], io)).toBe(1);
       expect(io.err()).toMatch(/^relgraph ingest: .*OOM command not allowed/m);
       expect(io.err()).not.toMatch(/\n\s+at /);
 
-      // Halfway: some friend sets were written before Redis refused, but far from all of them.
+      // Every user is still answerable by the address it had, and none of the load shows.
       const store = await createRedisStore({ url: full.url });
       try {
-        const sampled = Array.from({ length: USERS / 20 }, (_, k) => name(k * 20));
-        const ids = await store.resolveRelationIds(sampled);
-        let withFriends = 0;
-        for (const id of ids) if ((await store.userSet("friends", id!)).length > 0) withFriends++;
-        expect(withFriends).toBeGreaterThan(0);
-        expect(withFriends).toBeLessThan(sampled.length);
+        const sampled = Array.from({ length: USERS / 20 }, (_, k) => k * 20);
+        const byOld = await store.resolve(sampled.map((i) => ({ kind: "address" as const, value: addr(`e${i}`) })));
+        expect(byOld.every((id) => id !== null)).toBe(true);
+        const byNew = await store.resolve(sampled.map((i) => ({ kind: "address" as const, value: addr(`f${i}`) })));
+        expect(byNew.every((id) => id === null)).toBe(true);
+        for (const id of byOld) expect(await store.userSet("friends", id!)).toEqual([]);
       } finally {
         await store.close();
       }
+
+      // With room again, the next run of any load finds nothing half done and applies cleanly.
+      await redis.configSet({ maxmemory: "0" });
+      const next = captureIo();
+      expect(await runIngest([await box.write("one.jsonl", [userLine("late", [addr("fe")])])], next)).toBe(0);
+      expect(next.err()).not.toContain("interrupted");
+      expect(await redis.keys("rg:journal*")).toEqual([]);
     } finally {
       await redis.close();
       await full.stop();

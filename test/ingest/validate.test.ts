@@ -1,6 +1,7 @@
 import { getAddress } from "ethers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ingestFiles, IngestValidationError, type IngestOptions, type IngestResult } from "../../src/ingest/ingest.js";
+import { foldSocialUsername } from "../../src/domain/identity.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
 import { FollowColumns, FriendColumns } from "../../src/store/batch.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
@@ -174,16 +175,16 @@ describe("user records", () => {
     ]);
   });
 
-  it("lowercases social usernames and keeps game ids as given", async () => {
+  it("keeps social usernames and game ids as given, and matches usernames case-folded", async () => {
     await loads({
       "a.jsonl": [userLine("u1", [A], { social: { username: "Alice_W", name: "Alice" }, game: { gameId: "Steam:42" } })],
     });
     expect(await userOf("u1")).toMatchObject({
-      social: { username: "alice_w", name: "Alice", avatar: "" },
+      social: { username: "Alice_W", name: "Alice", avatar: "" },
       game: { gameId: "Steam:42", name: "", avatar: "" },
     });
     const ids = await store.resolve([
-      { kind: "social", value: "alice_w" },
+      { kind: "social", value: foldSocialUsername("ALICE_w") },
       { kind: "game", value: "Steam:42" },
     ]);
     expect(ids.every((id) => id !== null)).toBe(true);
@@ -210,12 +211,14 @@ describe("user records", () => {
     ]);
   });
 
-  it("accepts a user recorded twice alike, and names both lines when they differ", async () => {
+  it("applies a user recorded twice in load order: the last record wins, across files", async () => {
     await loads({ "a.jsonl": [userLine("u1", [A, C])], "b.jsonl": [userLine("u1", [C, A, A])] });
-    expect((await userOf("u1"))?.addresses).toEqual([A, C]);
-    expect(await rejects({ "c.jsonl": [u2, u1, { ...u1, name: "Other" }] })).toEqual([
-      'c.jsonl:3: user "u1" is already defined differently at c.jsonl:2',
-    ]);
+    expect((await userOf("u1"))?.addresses).toEqual([C, A]);
+    await loads({ "c.jsonl": [u2, u1, { ...u1, name: "Other" }] });
+    expect(await userOf("u1")).toMatchObject({ name: "Other", addresses: [A] });
+    // Only the last record claims identities: C, listed by the first, is free again.
+    await loads({ "d.jsonl": [userLine("u3", [C])] });
+    expect((await userOf("u3"))?.addresses).toEqual([C]);
   });
 });
 
@@ -236,7 +239,7 @@ describe("identities belong to one user", () => {
         ],
       }),
     ).toEqual([
-      'a.jsonl:2: social username "alice" already belongs to user "u1" (a.jsonl:1)',
+      'a.jsonl:2: social username "aLICE" already belongs to user "u1" (a.jsonl:1)',
       'a.jsonl:3: game id "g1" already belongs to user "u1" (a.jsonl:1)',
     ]);
   });
@@ -249,7 +252,7 @@ describe("identities belong to one user", () => {
       }),
     ).toEqual([
       `b.jsonl:1: address ${A} already belongs to stored user "u1"`,
-      'b.jsonl:2: social username "alice" already belongs to stored user "u1"',
+      'b.jsonl:2: social username "ALICE" already belongs to stored user "u1"',
       'b.jsonl:3: game id "g1" already belongs to stored user "u1"',
     ]);
     // Redefining u1 without A moves A to u2.
@@ -294,8 +297,8 @@ describe("relations", () => {
       'b.jsonl:2: unknown relationId "u8": not in this load and not stored',
       'b.jsonl:3: unknown relationId "u9": not in this load and not stored',
       'b.jsonl:4: unknown relationId "u7": not in this load and not stored',
-      'b.jsonl:5: unknown relationId "u9": not in this load and not stored',
       'b.jsonl:5: unknown relationId "u8": not in this load and not stored',
+      'b.jsonl:5: unknown relationId "u9": not in this load and not stored',
     ]);
   });
 
@@ -324,19 +327,19 @@ describe("relations", () => {
     ]);
   });
 
-  it("treats friends as undirected: a repeat in either direction is fine, a different description is not", async () => {
+  it("treats friends as undirected: the last record of a pair, in either direction, wins", async () => {
     await loads({
       "a.jsonl": [u1, u2, { type: "friend", a: "u1", b: "u2", description: "x" }, { type: "friend", a: "u2", b: "u1", description: "x" }],
     });
     expect((await dump(store, ["u2"])).u2).toMatchObject({ friends: ["u1"], descriptions: { u1: "x" } });
-    expect(
-      await rejects({
-        "b.jsonl": [{ type: "friend", a: "u1", b: "u2", description: "x" }, { type: "friend", a: "u2", b: "u1", description: "y" }],
-      }),
-    ).toEqual(['b.jsonl:2: friend "u2"–"u1" is already recorded with a different description at b.jsonl:1']);
+    await loads({ "b.jsonl": [{ type: "friend", a: "u1", b: "u2", description: "x" }, { type: "friend", a: "u2", b: "u1", description: "y" }] });
+    expect((await dump(store, ["u1", "u2"])).u1).toMatchObject({ friends: ["u2"], descriptions: { u2: "y" } });
+    // An upsert replaces the relation: no description is no description.
+    await loads({ "c.jsonl": [{ type: "friend", a: "u2", b: "u1" }] });
+    expect((await dump(store, ["u1", "u2"])).u2).toMatchObject({ friends: ["u1"], descriptions: { u1: "" } });
   });
 
-  it("hands the store friend and follow records in columns, in load order, without repeated friend pairs", async () => {
+  it("hands the store friend and follow records in columns, in load order, one per friend pair (its last)", async () => {
     const validator = createLoadValidator({ sources: ["a.jsonl"] });
     const records = [
       u1,
@@ -353,8 +356,8 @@ describe("relations", () => {
     expect(loaded.friends).toBeInstanceOf(FriendColumns);
     expect(loaded.follows).toBeInstanceOf(FollowColumns);
     expect([...loaded.friends]).toEqual([
-      { a: "u2", b: "u1", description: "x" },
       { a: "u3", b: "u1", description: "" },
+      { a: "u1", b: "u2", description: "x" },
     ]);
     expect([...loaded.follows]).toEqual([
       { from: "u3", to: "u1" },
@@ -362,7 +365,7 @@ describe("relations", () => {
     ]);
   });
 
-  it("accepts releases to everyone or to a list, and rejects other peers", async () => {
+  it("accepts releases to everyone or to a list, the last one of a user winning, and rejects other peers", async () => {
     await loads({
       "a.jsonl": [u1, u2, userLine("u3", [C]), { type: "release", relationId: "u1", peers: "*" }, { type: "release", relationId: "u2", peers: ["u1", "u3", "u1"] }, { type: "release", relationId: "u3", peers: [] }],
     });
@@ -384,8 +387,10 @@ describe("relations", () => {
       'b.jsonl:2: "peers" must be "*" or an array of relationIds',
       'b.jsonl:3: "peers" must not include the releasing user "u2"',
       'b.jsonl:4: "peers[1]" must be a relationId (1 to 64 of A-Z a-z 0-9 _ -), got 4',
-      'b.jsonl:6: the release of "u1" is already recorded differently at b.jsonl:5',
     ]);
+    await loads({ "c.jsonl": [{ type: "release", relationId: "u1", peers: ["u2"] }, { type: "release", relationId: "u2", peers: "*" }, { type: "release", relationId: "u1", peers: ["u3"] }] });
+    const after = await dump(store, ["u1", "u2", "u3"]);
+    expect([after.u1, after.u2].map((s) => (s as { release: unknown }).release)).toEqual([["u3"], "*"]);
   });
 
   it("accepts interactions and NFTs of any address, in any letter case", async () => {
@@ -401,6 +406,110 @@ describe("relations", () => {
       `b.jsonl:1: "contract" "${BAD_CHECKSUM}" has a wrong EIP-55 checksum`,
       'b.jsonl:2: "address" "alice" is not an address (0x and 40 hex digits)',
     ]);
+  });
+});
+
+describe("changes", () => {
+  const u3 = userLine("u3", [C]);
+  const friend = (a: string, b: string, extra: object = {}) => ({ type: "friend", a, b, ...extra });
+
+  it("checks op and the fields of deletes", async () => {
+    expect(
+      await rejects({
+        "a.jsonl": [
+          { ...u1, op: "remove" },
+          { op: "delete", type: "user", relationId: "u1", name: "x" },
+          { op: "delete", type: "release", relationId: "u1", peers: [] },
+          { op: "delete", type: "follow", from: "u1" },
+        ],
+      }),
+    ).toEqual([
+      'a.jsonl:1: "op" must be "upsert" or "delete", got "remove"',
+      'a.jsonl:2: unknown field "name" in user delete',
+      'a.jsonl:3: unknown field "peers" in release delete',
+      'a.jsonl:4: "to" must be a relationId (1 to 64 of A-Z a-z 0-9 _ -), got undefined',
+    ]);
+  });
+
+  it("applies records about one edge in load order: the last upsert or delete wins", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, friend("u1", "u2"), friend("u1", "u3"), { type: "follow", from: "u1", to: "u2" }] });
+    await loads({
+      "b.jsonl": [
+        { op: "delete", type: "friend", a: "u2", b: "u1", description: "ignored" },
+        { op: "delete", type: "friend", a: "u3", b: "u1" },
+        friend("u3", "u1", { description: "again" }),
+        { op: "delete", type: "follow", from: "u1", to: "u2" },
+        { type: "follow", from: "u2", to: "u1" },
+        { op: "delete", type: "follow", from: "u2", to: "u1" },
+        { op: "delete", type: "friend", a: "u9", b: "u1" },
+      ],
+    });
+    const state = await dump(store, ["u1"]);
+    expect(state.u1).toMatchObject({ friends: ["u3"], descriptions: { u3: "again" }, following: [], followers: [] });
+  });
+
+  it("deletes interactions and nfts, the last record of a pair winning", async () => {
+    await loads({ "a.jsonl": [u1, { type: "interaction", address: A, contract: K }, { type: "nft", address: A, contract: C }] });
+    await loads({
+      "b.jsonl": [
+        { op: "delete", type: "interaction", address: A, contract: K },
+        { type: "nft", address: A, contract: B },
+        { op: "delete", type: "nft", address: A, contract: C },
+      ],
+    });
+    expect((await dump(store, ["u1"])).u1).toMatchObject({ contracts: [], nfts: [B] });
+  });
+
+  it("a user delete voids the load's earlier records about them, and erases what is stored", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, friend("u1", "u2"), { type: "release", relationId: "u2", peers: ["u1", "u3"] }] });
+    await loads({
+      "b.jsonl": [
+        friend("u1", "u3"),
+        { type: "follow", from: "u3", to: "u1" },
+        { type: "interaction", address: A, contract: K },
+        { type: "release", relationId: "u3", peers: ["u1", "u2"] },
+        { op: "delete", type: "user", relationId: "u1" },
+      ],
+    });
+    const state = await dump(store, ["u1", "u2", "u3"]);
+    expect(state.u1).toBeNull();
+    expect(state.u2).toMatchObject({ friends: [], release: ["u3"] });
+    expect(state.u3).toMatchObject({ friends: [], following: [], release: ["u2"] });
+    expect(await store.resolve([{ kind: "address", value: A }])).toEqual([null]);
+    expect(await store.addressesKnown([A])).toEqual([false]);
+  });
+
+  it("a user deleted and defined again starts afresh; later references name the new user", async () => {
+    await loads({ "a.jsonl": [u1, u2, friend("u1", "u2", { description: "old" })] });
+    await loads({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, friend("u1", "u2", { description: "new" }), { ...u1, name: "Again" }] });
+    const state = await dump(store, ["u1", "u2"]);
+    expect(state.u1).toMatchObject({ user: { name: "Again", addresses: [A] }, friends: ["u2"], descriptions: { u2: "new" } });
+  });
+
+  it("rejects references to a user the load deletes and does not define again", async () => {
+    await loads({ "a.jsonl": [u1, u2] });
+    expect(
+      await rejects({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, friend("u1", "u2"), { type: "release", relationId: "u2", peers: ["u1"] }] }),
+    ).toEqual([
+      'b.jsonl:2: relationId "u1" is deleted at b.jsonl:1 and not defined again after it',
+      'b.jsonl:3: relationId "u1" is deleted at b.jsonl:1 and not defined again after it',
+    ]);
+    // Deleting a user nobody has heard of is no error.
+    await loads({ "c.jsonl": [{ op: "delete", type: "user", relationId: "nobody" }] });
+  });
+
+  it("frees the identities of a user the load deletes or redefines without them", async () => {
+    await loads({ "a.jsonl": [userLine("u1", [A], { social: { username: "Alice" } })] });
+    await loads({ "b.jsonl": [{ op: "delete", type: "user", relationId: "u1" }, userLine("u2", [A], { social: { username: "ALICE" } })] });
+    const [owner] = await store.resolve([{ kind: "social", value: foldSocialUsername("alice") }]);
+    expect(await store.relationIds([owner!])).toEqual(["u2"]);
+  });
+
+  it("withdraws a release with peers [] or a release delete", async () => {
+    await loads({ "a.jsonl": [u1, u2, u3, { type: "release", relationId: "u1", peers: "*" }, { type: "release", relationId: "u2", peers: ["u1"] }] });
+    await loads({ "b.jsonl": [{ type: "release", relationId: "u1", peers: [] }, { op: "delete", type: "release", relationId: "u2" }] });
+    const state = await dump(store, ["u1", "u2"]);
+    expect([state.u1, state.u2].map((s) => (s as { release: unknown }).release)).toEqual([[], []]);
   });
 });
 

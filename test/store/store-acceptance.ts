@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/errors.js";
-import { normalizeSocialUsername } from "../../src/domain/identity.js";
+import { foldSocialUsername } from "../../src/domain/identity.js";
 import type { UserId } from "../../src/domain/model.js";
 import { UnknownRelationIdError } from "../../src/store/index.js";
-import type { GraphStore, IngestBatch, UserInput, WriteProgress } from "../../src/store/store.js";
+import type { ChangedPart, GraphStore, IngestBatch, UserInput, WriteProgress } from "../../src/store/store.js";
 
 /** How the acceptance suite gets stores of one engine. */
 export interface StoreAcceptanceOptions {
@@ -106,6 +106,20 @@ export function fixture(): IngestBatch {
   });
 }
 
+/** Retries an expectation until it holds or 5 s have passed (changes reach listeners asynchronously). */
+async function eventually(check: () => void): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
 const sorted = <T extends string | number>(values: readonly T[]): T[] =>
   [...values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
 
@@ -159,7 +173,7 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
 
       it("matches social usernames case-insensitively once normalized", async () => {
         const id = await loadFixture();
-        const value = normalizeSocialUsername("ALiCe");
+        const value = foldSocialUsername("ALiCe");
         expect(await store.resolve([{ kind: "social", value }])).toEqual([id.u1]);
       });
 
@@ -356,15 +370,16 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         expect(await store.release(id.u3 as UserId)).toEqual([]);
       });
 
-      it("accumulates releases across loads, '*' winning", async () => {
+      it("replaces a user's whole release with each release record; [] withdraws it", async () => {
         const id = await loadFixture();
         await store.write(batch({ releases: [{ relationId: "u2", peers: ["u3"] }] }));
-        expect(sorted((await store.release(id.u2 as UserId)) as UserId[])).toEqual(
-          sorted([id.u1, id.u3, id.u5] as UserId[]),
-        );
+        expect(await store.release(id.u2 as UserId)).toEqual([id.u3]);
         await store.write(batch({ releases: [{ relationId: "u2", peers: "*" }, { relationId: "u1", peers: ["u2"] }] }));
         expect(await store.release(id.u2 as UserId)).toBe("*");
-        expect(await store.release(id.u1 as UserId)).toBe("*");
+        expect(await store.release(id.u1 as UserId)).toEqual([id.u2]);
+        await store.write(batch({ releases: [{ relationId: "u2", peers: [] }, { relationId: "u1", peers: [] }] }));
+        expect(await store.release(id.u2 as UserId)).toEqual([]);
+        expect(await store.release(id.u1 as UserId)).toEqual([]);
       });
 
       it("describes friend relations in both directions, '' when none", async () => {
@@ -379,7 +394,7 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         expect(await store.friendDescriptions(id.u6 as UserId, [])).toEqual([]);
       });
 
-      it("replaces a description with a newer one, never with an empty one", async () => {
+      it("replaces a relation's description with the upsert's, an empty one included", async () => {
         const id = await loadFixture();
         await store.write(
           batch({
@@ -389,10 +404,8 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
             ],
           }),
         );
-        expect(await store.friendDescriptions(id.u1 as UserId, [id.u2, id.u4] as UserId[])).toEqual([
-          "met at ETHDenver",
-          "old friends",
-        ]);
+        expect(await store.friendDescriptions(id.u1 as UserId, [id.u2, id.u4] as UserId[])).toEqual(["", "old friends"]);
+        expect(await store.friendDescriptions(id.u2 as UserId, [id.u1] as UserId[])).toEqual([""]);
       });
     });
 
@@ -447,7 +460,7 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
       it("reports progress up to the batch's record count", async () => {
         const progress: WriteProgress[] = [];
         const data = fixture();
-        await store.write(data, (p) => progress.push(p));
+        await store.write(data, { onProgress: (p) => progress.push(p) });
         const total = 6 + 8 + 4 + 6 + 2 + 2;
         expect(progress.length).toBeGreaterThan(0);
         expect(progress.at(-1)).toEqual({ written: total, total });
@@ -511,6 +524,133 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
           }),
         );
         expect(await store.resolve([{ kind: "social", value: "bob" }])).toEqual([id.u4]);
+      });
+    });
+
+    describe("changes", () => {
+      const noDeletes = { friends: [], follows: [], interactions: [], nfts: [] };
+      const deletes = (parts: Partial<NonNullable<IngestBatch["deletes"]>>) => ({ ...noDeletes, ...parts });
+
+      it("deletes friend edges given in either order, and deleting an absent edge is no error", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ deletes: deletes({ friends: [{ a: "u2", b: "u1" }, { a: "u6", b: "u1" }, { a: "ghost", b: "u1" }] }) }));
+        expect(sorted(await store.userSet("friends", id.u1 as UserId))).toEqual(sorted([id.u3, id.u4, id.u5] as UserId[]));
+        expect(sorted(await store.userSet("friends", id.u2 as UserId))).toEqual(sorted([id.u3, id.u4, id.u5] as UserId[]));
+        expect(await store.friendDescriptions(id.u1 as UserId, [id.u2 as UserId])).toEqual([""]);
+        expect(sorted(await store.userSetIntersection("friends", [id.u1, id.u2] as UserId[]))).toEqual(sorted([id.u3, id.u4, id.u5] as UserId[]));
+      });
+
+      it("deletes follows, one direction only", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ deletes: deletes({ follows: [{ from: "u1", to: "u2" }, { from: "u3", to: "u1" }] }) }));
+        expect(await store.userSet("following", id.u1 as UserId)).toEqual([id.u3]);
+        expect(await store.userSet("followers", id.u2 as UserId)).toEqual([]);
+        expect(await store.userSetSizes("followers", [id.u3 as UserId])).toEqual([3]);
+      });
+
+      it("deletes interactions and nfts: a user keeps an asset another of its addresses holds", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ interactions: [{ address: A2, contract: K1 }] }));
+        await store.write(
+          batch({
+            deletes: deletes({
+              interactions: [{ address: A1, contract: K1 }, { address: B1, contract: K3 }, { address: X1, contract: K1 }],
+              nfts: [{ address: B1, contract: N1 }],
+            }),
+          }),
+        );
+        // u1 still holds K1 through A2; u2 lost K3 and its NFT.
+        expect(sorted(await store.userAssets("contracts", id.u1 as UserId))).toEqual(sorted([K1, K2]));
+        expect(await store.userAssets("contracts", id.u2 as UserId)).toEqual([K1]);
+        expect(await store.userAssets("nfts", id.u2 as UserId)).toEqual([]);
+        expect(await store.assetHolderCounts("contracts", [K3])).toEqual([0]);
+        expect(sorted((await store.assetHoldersBounded("nfts", [N1], 10))[0] ?? [])).toEqual([id.u1]);
+        expect(await store.contractIntersection([A1, B1])).toEqual([]);
+        // X1 has no owner and no record left: it is unknown again.
+        expect(await store.addressesKnown([X1, A1])).toEqual([false, true]);
+      });
+
+      it("erases a user: record, identities, edges, releases naming them, assets and their addresses' records, owned paging state", async () => {
+        const id = await loadFixture();
+        await store.putPagingState("snapshot-of-u1", "ranking", 600, id.u1 as UserId);
+        await store.putPagingState("snapshot-of-u2", "ranking", 600, id.u2 as UserId);
+        await store.write(batch({ erasures: ["u1"] }));
+        const u1 = id.u1 as UserId;
+        expect(await store.resolveRelationIds(["u1"])).toEqual([null]);
+        expect(await store.users([u1])).toEqual([null]);
+        expect(
+          await store.resolve([
+            { kind: "address", value: A1 },
+            { kind: "address", value: A2 },
+            { kind: "social", value: "alice" },
+            { kind: "game", value: "76561198000000001" },
+          ]),
+        ).toEqual([null, null, null, null]);
+        for (const other of ["u2", "u3", "u4", "u5"]) {
+          expect(await store.userSet("friends", id[other] as UserId)).not.toContain(u1);
+          expect(await store.friendDescriptions(id[other] as UserId, [u1])).toEqual([""]);
+        }
+        expect(await store.userSet("followers", id.u2 as UserId)).toEqual([]);
+        expect(await store.userSet("friends", u1)).toEqual([]);
+        expect(await store.userSet("following", u1)).toEqual([]);
+        expect(await store.release(id.u2 as UserId)).toEqual([id.u5]);
+        expect(await store.release(u1)).toEqual([]);
+        expect(await store.userAssets("contracts", u1)).toEqual([]);
+        expect(sorted((await store.assetHoldersBounded("contracts", [K1], 10))[0] ?? [])).toEqual(sorted([id.u2, id.u3] as UserId[]));
+        expect(await store.assetHolderCounts("contracts", [K2])).toEqual([0]);
+        expect(await store.contractIntersection([A1, B1])).toEqual([]);
+        expect(await store.addressesKnown([A1, A2, B1])).toEqual([false, false, true]);
+        expect(await store.getPagingState("snapshot-of-u1")).toBeNull();
+        expect(await store.getPagingState("snapshot-of-u2")).toBe("ranking");
+        // The others are untouched.
+        expect(sorted(await store.userSet("friends", id.u2 as UserId))).toEqual(sorted([id.u3, id.u4, id.u5] as UserId[]));
+        expect(await store.users([id.u2 as UserId])).toEqual([expect.objectContaining({ relationId: "u2", addresses: [B1] })]);
+        // Its identities are free for another user.
+        await store.write(batch({ users: [user("u7", [A1], { social: { username: "Alice", name: "", avatar: "" } })] }));
+        const [u7] = await store.resolveRelationIds(["u7"]);
+        expect(await store.resolve([{ kind: "address", value: A1 }, { kind: "social", value: "alice" }])).toEqual([u7, u7]);
+      });
+
+      it("erasing an unknown user is no error, and a user erased and defined again in one batch starts afresh", async () => {
+        const id = await loadFixture();
+        await store.write(batch({ erasures: ["ghost"] }));
+        await store.write(batch({ erasures: ["u2"], users: [user("u2", [B1])], friends: [{ a: "u2", b: "u6", description: "new" }] }));
+        const [u2] = (await store.resolveRelationIds(["u2"])) as UserId[];
+        expect(u2).not.toBe(id.u2);
+        expect(await store.userSet("friends", u2!)).toEqual([id.u6]);
+        expect(await store.userSet("followers", u2!)).toEqual([]);
+        expect(await store.resolve([{ kind: "address", value: B1 }])).toEqual([u2]);
+        expect(await store.userSet("friends", id.u1 as UserId)).not.toContain(id.u2);
+        expect(await store.userAssets("contracts", u2!)).toEqual([]);
+      });
+
+      it("keeps a username's case as ingested and matches it case-folded", async () => {
+        await store.write(batch({ users: [user("s1", [], { social: { username: "Soc150User", name: "", avatar: "" } })] }));
+        const [id] = await store.resolve([{ kind: "social", value: foldSocialUsername("SOC150USER") }]);
+        expect(id).not.toBeNull();
+        expect((await store.users([id!]))[0]?.social?.username).toBe("Soc150User");
+      });
+
+      it("tells its listeners which parts of the graph a write changed", async () => {
+        const notifier = store as unknown as { onChange?: (listener: (parts: readonly ChangedPart[]) => void) => () => void };
+        // Engines that cannot tell (none yet) skip this: the cache layer then cannot serve them.
+        if (!notifier.onChange) return;
+        const id = await loadFixture();
+        const seen: ChangedPart[] = [];
+        const stop = notifier.onChange((parts) => seen.push(...parts));
+        try {
+          await store.write(batch({ deletes: deletes({ friends: [{ a: "u4", b: "u2" }] }) }));
+          await eventually(() =>
+            expect(seen).toEqual(
+              expect.arrayContaining([
+                { part: "userSet", kind: "friends", id: id.u4 },
+                { part: "userSet", kind: "friends", id: id.u2 },
+              ]),
+            ),
+          );
+        } finally {
+          stop();
+        }
       });
     });
 

@@ -1,5 +1,5 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import type { ApiKeyRecord, GraphStore, IngestBatch, UserInput, WriteProgress } from "../store.js";
+import type { ApiKeyRecord, ChangedPart, GraphStore, IngestBatch, UserInput, WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 
 /**
@@ -7,9 +7,10 @@ import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, Unkn
  * and tests. Its semantics mirror the redis engine exactly (the acceptance suite runs on both):
  * ids are allocated in order of first appearance in a batch, the last write of an identity wins,
  * an address moved to another user leaves its former owner, and user asset sets always equal the
- * union of their addresses' sets.
+ * union of their addresses' sets. A write runs in one turn of the event loop, so no reader ever
+ * sees part of one.
  */
-export function createMemoryStore(): GraphStore {
+export function createMemoryStore(): GraphStore & { onChange(listener: (parts: readonly ChangedPart[]) => void): () => void } {
   let lastId = 0;
   const idByRelationId = new Map<string, UserId>();
   const userById = new Map<UserId, UserRecord>();
@@ -29,6 +30,15 @@ export function createMemoryStore(): GraphStore {
   const assetHolders: Record<AssetKind, Map<string, Set<UserId>>> = { contracts: new Map(), nfts: new Map() };
   const releases = new Map<UserId, { all: boolean; peers: Set<UserId> }>();
   const pagingState = new Map<string, { value: string; expiresAt: number }>();
+  /** Paging state keys by the user whose erasure drops them. */
+  const pagingStateOf = new Map<UserId, Set<string>>();
+  const listeners = new Set<(parts: readonly ChangedPart[]) => void>();
+  let writerTurn: Promise<void> = Promise.resolve();
+  /** Parts the write in progress changed, told to listeners once it is complete. */
+  let changed: ChangedPart[] = [];
+  const changedUser = (id: UserId) => changed.push({ part: "user", id });
+  const changedSet = (kind: UserSetKind, id: UserId) => changed.push({ part: "userSet", kind, id });
+  const changedHolders = (kind: AssetKind, asset: string) => changed.push({ part: "assetHolders", kind, asset });
   const apiKeyById = new Map<string, ApiKeyRecord>();
   const apiKeyIdByHash = new Map<string, string>();
 
@@ -40,7 +50,7 @@ export function createMemoryStore(): GraphStore {
 
   function linkAsset(kind: AssetKind, owner: UserId, asset: string): void {
     addTo(userAssetSets[kind], owner, asset);
-    addTo(assetHolders[kind], asset, owner);
+    if (addTo(assetHolders[kind], asset, owner)) changedHolders(kind, asset);
   }
 
   /** Rebuilds a user's asset sets from its current addresses, after it lost some. */
@@ -53,7 +63,7 @@ export function createMemoryStore(): GraphStore {
       for (const asset of current ?? []) {
         if (wanted.has(asset)) continue;
         current?.delete(asset);
-        removeFrom(assetHolders[kind], asset, id);
+        if (removeFrom(assetHolders[kind], asset, id)) changedHolders(kind, asset);
       }
     }
   }
@@ -79,11 +89,13 @@ export function createMemoryStore(): GraphStore {
     for (const user of latest.values()) {
       const id = idOf(user.relationId);
       userById.set(id, { id, ...user, addresses: [...user.addresses] });
+      changedUser(id);
       for (const [kind, value] of identitiesOf(user)) {
         const previous = identityIndex[kind].get(value);
         if (kind === "address" && previous !== undefined && previous !== id) {
           const former = userById.get(previous);
           if (former) userById.set(previous, { ...former, addresses: former.addresses.filter((a) => a !== value) });
+          changedUser(previous);
           lostAddresses.add(previous);
         }
         identityIndex[kind].set(value, id);
@@ -106,29 +118,97 @@ export function createMemoryStore(): GraphStore {
     }
   }
 
+  function deleteAssets(kind: AssetKind, records: { address: string; contract: string }[]): void {
+    const owners = new Set<UserId>();
+    for (const { address, contract } of records) {
+      if (!removeFrom(addressAssets[kind], address, contract)) continue;
+      const owner = identityIndex.address.get(address);
+      if (owner !== undefined) owners.add(owner);
+    }
+    for (const owner of owners) recomputeAssets(owner);
+  }
+
+  function link(kind: UserSetKind, id: UserId, member: UserId): void {
+    if (addTo(userSets[kind], id, member)) changedSet(kind, id);
+  }
+
+  function unlink(kind: UserSetKind, id: UserId, member: UserId): void {
+    if (removeFrom(userSets[kind], id, member)) changedSet(kind, id);
+  }
+
   function writeRelations(batch: IngestBatch): void {
     for (const { a, b, description } of batch.friends) {
       const [ia, ib] = [idOf(a), idOf(b)];
-      addTo(userSets.friends, ia, ib);
-      addTo(userSets.friends, ib, ia);
-      // "" is what reads return when nothing is recorded, so it never replaces a description.
-      if (description !== "") {
-        setIn(friendDescription, ia, ib, description);
-        setIn(friendDescription, ib, ia, description);
+      link("friends", ia, ib);
+      link("friends", ib, ia);
+      // An upsert replaces the relation, description included; "" is no description.
+      for (const [x, y] of [[ia, ib], [ib, ia]] as const) {
+        if (description === "") friendDescription.get(x)?.delete(y);
+        else setIn(friendDescription, x, y, description);
       }
     }
     for (const { from, to } of batch.follows) {
       const [ifrom, ito] = [idOf(from), idOf(to)];
-      addTo(userSets.following, ifrom, ito);
-      addTo(userSets.followers, ito, ifrom);
+      link("following", ifrom, ito);
+      link("followers", ito, ifrom);
     }
     for (const { relationId, peers } of batch.releases) {
       const id = idOf(relationId);
-      const release = releases.get(id) ?? { all: false, peers: new Set<UserId>() };
-      releases.set(id, release);
-      if (peers === "*") release.all = true;
-      else for (const peer of peers) release.peers.add(idOf(peer));
+      if (peers === "*") releases.set(id, { all: true, peers: new Set() });
+      else if (peers.length === 0) releases.delete(id);
+      else releases.set(id, { all: false, peers: new Set(peers.map(idOf)) });
     }
+  }
+
+  function deleteRelations(deletes: NonNullable<IngestBatch["deletes"]>): void {
+    const known = (relationId: string) => idByRelationId.get(relationId);
+    for (const { a, b } of deletes.friends) {
+      const [ia, ib] = [known(a), known(b)];
+      if (ia === undefined || ib === undefined) continue;
+      unlink("friends", ia, ib);
+      unlink("friends", ib, ia);
+      friendDescription.get(ia)?.delete(ib);
+      friendDescription.get(ib)?.delete(ia);
+    }
+    for (const { from, to } of deletes.follows) {
+      const [ifrom, ito] = [known(from), known(to)];
+      if (ifrom === undefined || ito === undefined) continue;
+      unlink("following", ifrom, ito);
+      unlink("followers", ito, ifrom);
+    }
+    deleteAssets("contracts", deletes.interactions);
+    deleteAssets("nfts", deletes.nfts);
+  }
+
+  /** Erases a user: every trace of them (IngestBatch.erasures lists what). */
+  function erase(relationId: string): void {
+    const id = idByRelationId.get(relationId);
+    if (id === undefined) return;
+    const user = userById.get(id);
+    idByRelationId.delete(relationId);
+    userById.delete(id);
+    changedUser(id);
+    for (const [kind, value] of user ? identitiesOf(user) : []) {
+      if (identityIndex[kind].get(value) === id) identityIndex[kind].delete(value);
+    }
+    for (const kind of ["contracts", "nfts"] as const) {
+      for (const address of user?.addresses ?? []) addressAssets[kind].delete(address);
+      for (const asset of userAssetSets[kind].get(id) ?? []) {
+        if (removeFrom(assetHolders[kind], asset, id)) changedHolders(kind, asset);
+      }
+      userAssetSets[kind].delete(id);
+    }
+    const reverse: Record<UserSetKind, UserSetKind> = { friends: "friends", following: "followers", followers: "following" };
+    for (const kind of ["friends", "following", "followers"] as const) {
+      for (const other of userSets[kind].get(id) ?? []) unlink(reverse[kind], other, id);
+      if (userSets[kind].delete(id)) changedSet(kind, id);
+    }
+    for (const other of friendDescription.get(id)?.keys() ?? []) friendDescription.get(other)?.delete(id);
+    friendDescription.delete(id);
+    releases.delete(id);
+    for (const release of releases.values()) release.peers.delete(id);
+    for (const key of pagingStateOf.get(id) ?? []) pagingState.delete(key);
+    pagingStateOf.delete(id);
   }
 
   return {
@@ -199,18 +279,41 @@ export function createMemoryStore(): GraphStore {
       return peers.map((peer) => descriptions?.get(peer) ?? "");
     },
 
-    async write(batch: IngestBatch, onProgress?: (progress: WriteProgress) => void) {
+    onChange(listener: (parts: readonly ChangedPart[]) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    exclusive<T>(work: () => Promise<T>): Promise<T> {
+      // Writers of one process take turns, as the redis engine's lease makes writers of many do.
+      const turn = writerTurn.then(work);
+      writerTurn = turn.then(
+        () => {},
+        () => {},
+      );
+      return turn;
+    },
+
+    async write(batch: IngestBatch, options: WriteOptions = {}) {
       const total = recordCount(batch);
       // Checked before any change, so that a bad batch leaves the store untouched (as in redis).
       const inBatch = new Set(batch.users.map((user) => user.relationId));
+      const erased = new Set(batch.erasures ?? []);
       for (const relationId of referencedRelationIds(batch)) {
-        if (!inBatch.has(relationId) && !idByRelationId.has(relationId)) throw new UnknownRelationIdError(relationId);
+        const stored = idByRelationId.has(relationId) && !erased.has(relationId);
+        if (!inBatch.has(relationId) && !stored) throw new UnknownRelationIdError(relationId);
       }
+      // No await from here on: the batch applies in one turn of the event loop.
+      for (const relationId of erased) erase(relationId);
       writeUsers(batch.users);
+      if (batch.deletes) deleteRelations(batch.deletes);
       writeAssets("contracts", batch.interactions);
       writeAssets("nfts", batch.nfts);
       writeRelations(batch);
-      onProgress?.({ written: total, total });
+      const parts = changed;
+      changed = [];
+      for (const listener of listeners) listener(parts);
+      options.onProgress?.({ written: total, total });
     },
 
     async putApiKey(record: ApiKeyRecord) {
@@ -235,8 +338,15 @@ export function createMemoryStore(): GraphStore {
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number) {
+    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId) {
       pagingState.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+      if (owner !== undefined) {
+        let keys = pagingStateOf.get(owner);
+        if (!keys) pagingStateOf.set(owner, (keys = new Set()));
+        // Forgotten keys of expired states are dropped here, so the index stays as small as the states.
+        for (const old of keys) if (!pagingState.has(old)) keys.delete(old);
+        keys.add(key);
+      }
     },
     async getPagingState(key: string) {
       const entry = pagingState.get(key);
@@ -270,17 +380,21 @@ function intersect<T>(sets: (Set<T> | undefined)[]): T[] {
   return [...(smallest ?? [])].filter((member) => others.every((set) => set.has(member)));
 }
 
-function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+/** Adds value to the set at key; true when it was not there. */
+function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): boolean {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
+  if (set.has(value)) return false;
   set.add(value);
+  return true;
 }
 
-function removeFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+/** Removes value from the set at key, dropping an emptied set; true when it was there. */
+function removeFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): boolean {
   const set = map.get(key);
-  if (!set) return;
-  set.delete(value);
+  if (!set?.delete(value)) return false;
   if (set.size === 0) map.delete(key);
+  return true;
 }
 
 function setIn<K, L, V>(map: Map<K, Map<L, V>>, key: K, inner: L, value: V): void {

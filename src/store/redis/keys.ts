@@ -51,6 +51,11 @@ export function releaseKey(id: UserId): string {
   return `rg:release:${id}`;
 }
 
+/** Set of the users (UserIds) whose release names this user: what erasing the user must edit. */
+export function releasedToKey(id: UserId): string {
+  return `rg:released-to:${id}`;
+}
+
 /** The member of a release set meaning `"*"`. UserIds start at 1, and a number keeps the set an intset. */
 export const RELEASE_ALL = "0";
 
@@ -80,6 +85,22 @@ export function assetHoldersKey(kind: AssetKind, asset: string): string {
 /** String with a TTL: one paging state. */
 export function pagingStateKey(key: string): string {
   return `rg:page:${key}`;
+}
+
+/** Set with a TTL: the paging state keys that erasing this user drops (their recommendation snapshots). */
+export function pagingStateOwnerKey(id: UserId): string {
+  return `rg:page-owner:${id}`;
+}
+
+/** String with a TTL: the token of the one process allowed to write (write-lease.ts). */
+export const WRITE_LEASE = "rg:write-lease";
+
+/** String: the header of the write journal (journal.ts), when a unit of changes is being applied. */
+export const JOURNAL = "rg:journal";
+
+/** String: one chunk of the journalled unit. */
+export function journalChunkKey(unit: string, n: number): string {
+  return `rg:journal:${unit}:${n}`;
 }
 
 /** String: one ApiKey record as JSON, found by the key's hash (the lookup every request makes). */

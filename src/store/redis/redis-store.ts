@@ -1,6 +1,7 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
-import type { ApiKeyRecord, GraphStore, IngestBatch, WriteProgress } from "../store.js";
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { ApiKeyRecord, GraphStore, IngestBatch, WriteOptions } from "../store.js";
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
   API_KEY_IDS,
@@ -12,6 +13,7 @@ import {
   friendDescriptionsKey,
   identityIndexKey,
   pagingStateKey,
+  pagingStateOwnerKey,
   RELATION_ID_BY_USER,
   RELATION_ID_INDEX,
   RELEASE_ALL,
@@ -19,7 +21,8 @@ import {
   userAssetsKey,
   userSetKey,
 } from "./keys.js";
-import { readUsers, writeBatch } from "./redis-write.js";
+import { completeInterruptedWrite, readUsers, writeBatch } from "./redis-write.js";
+import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { DataVersion, IdTable } from "./versioned-cache.js";
 
@@ -30,13 +33,33 @@ export type { RedisStoreOptions } from "./connection.js";
  * Connects before resolving; rejects with StoreUnavailableError when Redis does not answer.
  * Key layout: keys.ts. Every failure of a method surfaces as StoreUnavailableError.
  */
-export async function createRedisStore(options: RedisStoreOptions): Promise<GraphStore> {
+export async function createRedisStore(options: RedisStoreOptions, writing: RedisWriteOptions = {}): Promise<GraphStore> {
   const redis = await connectRedis(options);
-  return guardAll(redisGraphStore(redis));
+  return guardAll(redisGraphStore(redis, writing));
 }
 
-function redisGraphStore(redis: RedisConnection): GraphStore {
+/** How the redis engine writes. */
+export interface RedisWriteOptions {
+  /** The write lease's time (write-lease.ts); by default DEFAULT_WRITE_LEASE_MS. */
+  leaseMs?: number;
+}
+
+function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions): GraphStore {
   let closed: Promise<void> | null = null;
+  /** Set inside work that holds the write lease, so that writes within it do not wait for it again. */
+  const leaseHolder = new AsyncLocalStorage<true>();
+  const asOnlyWriter = <T>(work: () => Promise<T>, onNotice?: (message: string) => void): Promise<T> => {
+    if (leaseHolder.getStore()) return work();
+    const leased = async () => {
+      const completed = await completeInterruptedWrite(redis);
+      if (completed > 0) onNotice?.(`completed an interrupted write of ${completed.toLocaleString("en-US")} records first`);
+      return leaseHolder.run(true, work);
+    };
+    return withWriteLease(redis, leased, {
+      ttlMs: writing.leaseMs,
+      onWait: (holder) => onNotice?.(`waiting for the write lease held by ${holder}`),
+    });
+  };
   const toIds = (members: string[]) => members.map(Number);
   const dataVersion = new DataVersion();
   // Recommendations and long mutual-friend lists order thousands of ids by relationId per call, so
@@ -186,8 +209,11 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return descriptions.map((description) => description ?? "");
     },
 
-    write(batch: IngestBatch, onProgress?: (progress: WriteProgress) => void) {
-      return writeBatch(redis, batch, onProgress);
+    write(batch: IngestBatch, options: WriteOptions = {}) {
+      return asOnlyWriter(() => writeBatch(redis, batch, options), options.onNotice);
+    },
+    exclusive<T>(work: () => Promise<T>, options: Pick<WriteOptions, "onNotice"> = {}) {
+      return asOnlyWriter(work, options.onNotice);
     },
 
     async putApiKey(record: ApiKeyRecord) {
@@ -219,8 +245,13 @@ function redisGraphStore(redis: RedisConnection): GraphStore {
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number) {
+    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId) {
       await redis.send(pagingStateKey(key), ["SET", pagingStateKey(key), value, "EX", String(ttlSeconds)]);
+      if (owner === undefined) return;
+      // The owner's index lives as long as its newest state; erasure deletes what it lists.
+      const index = pagingStateOwnerKey(owner);
+      await redis.send(index, ["SADD", index, pagingStateKey(key)]);
+      await redis.send(index, ["EXPIRE", index, String(ttlSeconds)]);
     },
     getPagingState(key: string) {
       return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
@@ -281,6 +312,12 @@ function guardAll(store: GraphStore): GraphStore {
   const guarded: Record<string, unknown> = { engine: store.engine };
   for (const [name, member] of Object.entries(store)) {
     if (typeof member !== "function") continue;
+    if (name === "exclusive") {
+      // The work's own errors are its caller's; only the lease's Redis traffic is the store's.
+      guarded[name] = member;
+      continue;
+    }
+    // Writes bound each window of commands themselves, and may wait for the write lease.
     const bounded = name !== "write";
     guarded[name] = async (...args: unknown[]) => {
       try {

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import type { AssetKind, UserId, UserRecord } from "../../domain/model.js";
+import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
 import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
-import type { IngestBatch, UserInput, WriteProgress } from "../store.js";
+import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
+import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
 import {
   DATA_VERSION,
   addressAssetsKey,
@@ -10,9 +11,11 @@ import {
   assetHoldersKey,
   friendDescriptionsKey,
   identityIndexKey,
+  pagingStateOwnerKey,
   RELATION_ID_BY_USER,
   RELATION_ID_INDEX,
   RELEASE_ALL,
+  releasedToKey,
   releaseKey,
   USER_ID_SEQUENCE,
   userAssetsKey,
@@ -21,8 +24,6 @@ import {
 } from "./keys.js";
 import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./set-reads.js";
 
-/** Records whose commands are grouped and flushed together; progress is reported after each flush. */
-const RECORDS_PER_FLUSH = 200_000;
 /**
  * Set members and hash fields sent at once on the grouped path (relations and assets); the next
  * ones are built meanwhile. Small enough that few commands outlive a scavenge: sending 400,000
@@ -33,117 +34,144 @@ const ARGS_PER_SEND = 50_000;
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
 /**
- * Applies one ingest batch to Redis. Everything the batch depends on is read up front in bulk
- * (relationIds, old records, identity owners, assets recorded before their user), so the write
- * itself is pure pipelined, per-key grouped SADD/HSET/SET traffic with no per-record round trip.
- *
- * Idempotent: sets and hashes absorb repeats, ids are only allocated for unknown relationIds, and
- * identity entries a re-ingested user no longer has are removed. Assumes one writer at a time
- * (ingestion is an offline job); id allocation is still safe against a concurrent writer.
+ * One unit of changes, planned from the state before it: every command it sends is absolute (a
+ * value to set, a member to add or remove), fixed at planning time, so that applying the unit again
+ * over a partly applied state ends where one whole application does. This is what the journal
+ * keeps (journal.ts). The bulk of a large load, its relation and asset records, stays in the
+ * columns it came in and is turned into commands as it is sent.
  */
-export async function writeBatch(
-  redis: RedisConnection,
-  batch: IngestBatch,
-  onProgress?: (progress: WriteProgress) => void,
-): Promise<void> {
-  const total = recordCount(batch);
+interface PlannedUnit {
+  /** Records the unit stands for: the unit of progress. */
+  records: number;
+  /** Erasures: every trace of each erased user. */
+  erase: string[][];
+  /** New and replaced users: records, relationId indexes, identities, assets their addresses already hold; former owners' trimmed records. */
+  users: string[][];
+  /** Identity entries the replaced users no longer have: removed once the new entries are in. */
+  unlink: string[][];
+  /** Edge deletes. */
+  deletes: string[][];
+  /** Friend and follow upserts in columns, with the UserId of each name. */
+  friends: FriendColumns;
+  friendIds: Float64Array;
+  follows: FollowColumns;
+  followIds: Float64Array;
+  /** Interaction and nft upserts, and the owner (once the unit is applied) of each address that has one. */
+  assets: Record<AssetKind, { address: string; contract: string }[]>;
+  owners: Map<string, UserId>;
+  /** Release replacements, with their reverse index. */
+  releases: string[][];
+  /** Users whose asset sets are trimmed to what their addresses hold, once everything else is in. */
+  trims: UserId[];
+  /** Addresses that lost asset records: unindexed at the end if they hold none any more. */
+  emptied: [AssetKind, string][];
+  /** Commands that complete the unit once it is applied (acknowledging the stream entries it came from). */
+  then: string[][];
+}
+
+/** Options of writeBatch. */
+export interface WriteBatchOptions {
+  onProgress?: (progress: WriteProgress) => void;
+  /** Stream entries the batch came from, acknowledged as part of the unit. */
+  acknowledge?: StreamAcknowledgement;
+}
+
+/**
+ * Applies one ingest batch to Redis as one unit: plans it from the state before it (everything it
+ * depends on is read up front, in bulk), saves the plan in the journal, applies it as pipelined,
+ * per-key grouped traffic with no per-record round trip, then drops the journal. The caller holds
+ * the write lease (write-lease.ts) and has completed any interrupted unit first.
+ *
+ * While it is applied, readers may see part of it, in this order: erasures; new and replaced user
+ * records with their identities (a replaced user is answerable throughout: its new identities are
+ * in before its old ones go); edge deletes; relation and asset upserts; releases.
+ */
+export async function writeBatch(redis: RedisConnection, batch: IngestBatch, options: WriteBatchOptions = {}): Promise<void> {
   // First of all: readers drop what they cached before this write, even if it fails halfway.
   await newDataVersion(redis);
-  // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
-  const users = new Map(batch.users.map((user) => [user.relationId, user]));
-  const idOf = await resolveOrAllocate(redis, batch, users);
-  const plan = await planUsers(redis, batch, users, idOf);
+  const unit = await planUnit(redis, batch, options.acknowledge);
+  const journalled = await saveJournal(redis, toJournal(unit));
+  await applyUnit(redis, unit, options.onProgress);
+  await journalled.clear();
+}
 
-  // Stale identity entries go before any new one, so an identity handed from one user to another
-  // in this batch ends up with its new owner.
-  await redis.sendAll(plan.staleEntries.map(([kind, value]) => ["HDEL", identityIndexKey(kind), value]));
+/**
+ * Applies the unit an interrupted writer left in the journal, if any; resolves with the number of
+ * records it stood for (0 when there was none). The caller holds the write lease.
+ */
+export async function completeInterruptedWrite(redis: RedisConnection, onProgress?: (progress: WriteProgress) => void): Promise<number> {
+  const journalled = await loadJournal(redis);
+  if (!journalled) return 0;
+  const unit = fromJournal(journalled.parts);
+  await newDataVersion(redis);
+  await applyUnit(redis, unit, onProgress);
+  await journalled.clear();
+  return unit.records;
+}
 
-  const buffer = new WriteBuffer();
+async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?: (progress: WriteProgress) => void): Promise<void> {
+  const total = unit.records;
   const sender = new PipelinedSender(redis);
-  let pending = 0;
-  let written = 0;
-  const flush = async () => {
-    const records = pending;
-    pending = 0;
-    await sender.send(buffer.drain(), () => {
-      written += records;
-      if (written < total) onProgress?.({ written, total });
-    });
-  };
-  const id = (relationId: string) => idOf.get(relationId) as UserId;
-
-  pending += batch.users.length - users.size;
-  for (const user of users.values()) {
-    const userId = id(user.relationId);
-    buffer.strings.push(userKey(userId), JSON.stringify(toRecord(userId, user)));
-    buffer.hashes.pair(RELATION_ID_BY_USER, String(userId), user.relationId);
-    for (const [kind, value] of identitiesOf(user)) buffer.hashes.pair(identityIndexKey(kind), value, String(userId));
-    for (const kind of ASSET_KINDS) {
-      for (const address of user.addresses) {
-        for (const asset of plan.storedAssets[kind].get(address) ?? []) buffer.linkAsset(kind, userId, asset);
-      }
-    }
-    if (++pending >= RECORDS_PER_FLUSH) await flush();
+  for (const commands of [unit.erase, unit.users, unit.unlink, unit.deletes]) {
+    for (const part of chunks(commands, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
   }
-  for (const former of plan.formerOwners) buffer.strings.push(userKey(former.id), JSON.stringify(former));
-
-  for (const { relationId, peers } of batch.releases) {
-    const userId = id(relationId);
-    if (peers === "*") buffer.releases.add(userId, RELEASE_ALL);
-    else for (const peer of peers) buffer.releases.add(userId, id(peer));
-    if (++pending >= RECORDS_PER_FLUSH) await flush();
-  }
-  await flush();
   await sender.done();
+  const small = total - unit.friends.length - unit.follows.length - unit.assets.contracts.length - unit.assets.nfts.length;
+  let written = small;
+  if (written < total) onProgress?.({ written, total });
   for (const kind of ASSET_KINDS) {
-    written += await writeAssets(redis, kind, kind === "contracts" ? batch.interactions : batch.nfts, plan.owners, (done) =>
-      onProgress?.({ written: written + done, total }),
-    );
+    written += await writeAssets(redis, kind, unit.assets[kind], unit.owners, (done) => onProgress?.({ written: written + done, total }));
   }
-  written += await writeUserRelations(redis, batch, idOf, (done) => onProgress?.({ written: written + done, total }));
+  written += await writeUserRelations(redis, unit, (done) => onProgress?.({ written: written + done, total }));
+  await redis.sendAll(unit.releases);
 
-  // Only now, with every new record in place, can users that lost addresses be trimmed to the
-  // union of what their remaining addresses hold.
-  for (const [userId, addresses] of plan.lostAddresses) await trimAssets(redis, userId, addresses);
+  // Only now, with every new record in place, can users that lost addresses or assets be trimmed
+  // to the union of what their remaining addresses hold. These read the state, which is the same
+  // however often the steps before ran.
+  const trimmed = await readUsers(redis, unit.trims);
+  for (const record of trimmed) if (record) await trimAssets(redis, record.id, record.addresses);
+  for (const [kind, address] of unit.emptied) {
+    const left = await redis.send<number>(addressAssetsKey(kind, address), ["SCARD", addressAssetsKey(kind, address)]);
+    if (left === 0) await redis.send(assetAddressesKey(kind), ["SREM", assetAddressesKey(kind), address]);
+  }
+  await redis.sendAll(unit.then);
   // Again once everything is in place: readers drop what they cached while the write went on.
   await newDataVersion(redis);
   onProgress?.({ written: total, total });
 }
 
 /**
- * Writes the friend and follow records, grouped by key over the whole batch rather than per flush:
- * any slice of a large load spreads over nearly every user, so per-flush grouping left about one
+ * Writes the friend and follow upserts, grouped by key over the whole unit rather than per slice:
+ * any slice of a large load spreads over nearly every user, so per-slice grouping left about one
  * member per command, and per-command costs, here and in Redis, were most of the write. Members
  * wait in typed columns, not in strings. Resolves with the number of records written; onProgress
  * gets the running count.
  */
-async function writeUserRelations(
-  redis: RedisConnection,
-  batch: IngestBatch,
-  idOf: Map<string, UserId>,
-  onProgress: (written: number) => void,
-): Promise<number> {
-  const friends = FriendColumns.of(batch.friends);
-  const friendUsers = new DenseUsers(friends.names, idOf);
+async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
+  const { friends, follows } = unit;
+  const friendUsers = new DenseUsers(unit.friendIds);
   const friendCount = friends.length;
   const friendSets = friendUsers.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
   const descriptions = friendUsers.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
+  const cleared = friendUsers.members("HDEL", friendDescriptionsKey, 2 * friendCount);
   for (let i = 0; i < friendCount; i++) {
     const ia = friends.a[i]!;
     const ib = friends.b[i]!;
     friendSets.add(ia, ib);
     friendSets.add(ib, ia);
-    // "" is what reads return when nothing is recorded, so it needs no write.
+    // An upsert replaces the relation, its description too: "" is no description.
     const description = friends.description[i]!;
     if (friends.descriptions[description] !== "") {
       descriptions.add(ia, ib, description);
       descriptions.add(ib, ia, description);
+    } else {
+      cleared.add(ia, ib);
+      cleared.add(ib, ia);
     }
   }
-  await sendGroups(redis, [friendSets, descriptions], (share) => onProgress(Math.floor(share * friendCount)));
+  await sendGroups(redis, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
 
-  const follows = FollowColumns.of(batch.follows);
-  const followUsers = new DenseUsers(follows.names, idOf);
+  const followUsers = new DenseUsers(unit.followIds);
   const followCount = follows.length;
   const following = followUsers.members("SADD", (id) => userSetKey("following", id), followCount);
   const followers = followUsers.members("SADD", (id) => userSetKey("followers", id), followCount);
@@ -156,14 +184,14 @@ async function writeUserRelations(
 }
 
 /**
- * Writes one kind of asset records, grouped by key over the whole batch like the user relations:
+ * Writes one kind of asset records, grouped by key over the whole unit like the user relations:
  * a contract's holders, for one, are spread over the whole load. `owners` holds the owner of each
- * address that has one once the batch is applied. Resolves with the number of records written.
+ * address that has one once the unit is applied. Resolves with the number of records written.
  */
 async function writeAssets(
   redis: RedisConnection,
   kind: AssetKind,
-  records: IngestBatch["interactions"],
+  records: readonly { address: string; contract: string }[],
   owners: Map<string, UserId>,
   onProgress: (written: number) => void,
 ): Promise<number> {
@@ -254,24 +282,22 @@ class PipelinedSender {
 
 /** The users that columns of records name by index, with their ids. */
 class DenseUsers {
-  readonly ids: UserId[];
   /** Each user's id as the decimal text commands carry, made once per user rather than per member. */
   readonly idTexts: string[];
 
-  constructor(names: readonly string[], idOf: Map<string, UserId>) {
-    this.ids = names.map((name) => idOf.get(name)!);
-    this.idTexts = this.ids.map(String);
+  constructor(readonly ids: Float64Array) {
+    this.idTexts = Array.from(ids, String);
   }
 
   /** Members of one per-user key family: subjects and members are indexes into this. */
-  members(command: "SADD" | "HSET", keyOf: (id: UserId) => string, capacity: number, values?: readonly string[]): GroupedMembers {
+  members(command: GroupedMembersOptions["command"], keyOf: (id: UserId) => string, capacity: number, values?: readonly string[]): GroupedMembers {
     return new GroupedMembers({ command, keyOf: (subject) => keyOf(this.ids[subject]!), subjects: this.ids, members: this.idTexts, capacity, values });
   }
 }
 
 /** Options of GroupedMembers. */
 interface GroupedMembersOptions {
-  command: "SADD" | "HSET";
+  command: "SADD" | "HSET" | "HDEL";
   /** The key of a subject, by index. */
   keyOf: (subject: number) => string;
   /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
@@ -285,7 +311,7 @@ interface GroupedMembersOptions {
 }
 
 /**
- * Members of one family of keys (SADD members, or HSET fields with their values), in typed columns
+ * Members of one family of keys (SADD members, HDEL fields, or HSET fields with their values), in typed columns
  * of indexes, sent grouped by key: one command per key and ARGS_PER_COMMAND arguments. Entries of
  * one key keep their order, so a field set twice ends with its last value, as if the records were
  * sent one by one.
@@ -340,57 +366,215 @@ class GroupedMembers {
   }
 }
 
-/** What a batch's users change, computed from the state before the batch. */
-interface UserPlan {
-  /** Identity index entries to remove: they still point to a re-ingested user that no longer has them. */
-  staleEntries: [kind: "address" | "social" | "game", value: string][];
-  /** Users (not in the batch) that lose an address to a batch user, with their trimmed records. */
-  formerOwners: UserRecord[];
-  /** Users that lost addresses, with the addresses they keep. */
-  lostAddresses: Map<UserId, string[]>;
-  /** Assets already recorded against batch users' addresses, by kind and address. */
-  storedAssets: Record<AssetKind, Map<string, string[]>>;
-  /** Owners, once the batch is applied, of the addresses the batch's records name (absent: none). */
-  owners: Map<string, UserId>;
+/** Plans a batch as one unit, reading everything it depends on from the state before it. */
+async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge: StreamAcknowledgement | undefined): Promise<PlannedUnit> {
+  const erased = await planErasures(redis, batch.erasures ?? []);
+  // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
+  const users = new Map(batch.users.map((user) => [user.relationId, user]));
+  const idOf = await resolveOrAllocate(redis, batch, users, erased.relationIds);
+  const userPlan = await planUsers(redis, batch, users, idOf, erased);
+  const deletes = await planDeletes(redis, batch, erased.relationIds);
+  const releases = await planReleases(redis, batch, idOf);
+  const friends = FriendColumns.of(batch.friends);
+  const follows = FollowColumns.of(batch.follows);
+  const idsOf = (names: readonly string[]) => Float64Array.from(names, (name) => idOf.get(name) ?? 0);
+  return {
+    records: recordCount(batch),
+    erase: erased.commands,
+    users: userPlan.commands,
+    unlink: userPlan.unlink,
+    deletes: deletes.commands,
+    friends,
+    friendIds: idsOf(friends.names),
+    follows,
+    followIds: idsOf(follows.names),
+    assets: { contracts: batch.interactions, nfts: batch.nfts },
+    owners: userPlan.owners,
+    releases,
+    trims: [...new Set([...userPlan.trims, ...deletes.trims, ...deletes.claimants.map((relationId) => idOf.get(relationId) as UserId)])],
+    emptied: deletes.emptied,
+    then: acknowledge && acknowledge.ids.length > 0 ? chunks(acknowledge.ids).map((ids) => ["XACK", acknowledge.stream, acknowledge.group, ...ids]) : [],
+  };
 }
 
-/** Ids of every relationId the batch names, allocating fresh ids for new users. */
+/**
+ * The commands that erase users: record, relationId, identities, every edge touching them (and the
+ * other end's half of it), their assets and their addresses' asset records, their release and their
+ * place in others' releases, their paging states (recommendation snapshots).
+ */
+async function planErasures(redis: RedisConnection, relationIds: readonly string[]): Promise<ErasurePlan> {
+  const commands: string[][] = [];
+  const ids = new Set<UserId>();
+  const addresses = new Set<string>();
+  if (relationIds.length === 0) return { commands, ids, relationIds: new Set(), addresses };
+  const stored = await hashGetMany(redis, RELATION_ID_INDEX, relationIds);
+  const targets = relationIds.flatMap((relationId, i) => (stored[i] == null ? [] : [{ relationId, id: Number(stored[i]) }]));
+  const records = await readUsers(redis, targets.map(({ id }) => id));
+  await Promise.all(
+    targets.map(async ({ relationId, id }, i) => {
+      const record = records[i];
+      const [friends, following, followers, contracts, nfts, release, releasedTo, pages] = await Promise.all([
+        scanSet(redis, userSetKey("friends", id)),
+        scanSet(redis, userSetKey("following", id)),
+        scanSet(redis, userSetKey("followers", id)),
+        scanSet(redis, userAssetsKey("contracts", id)),
+        scanSet(redis, userAssetsKey("nfts", id)),
+        scanSet(redis, releaseKey(id)),
+        scanSet(redis, releasedToKey(id)),
+        scanSet(redis, pagingStateOwnerKey(id)),
+      ]);
+      const owned = record ? identitiesOf(record) : [];
+      const owners = await Promise.all(owned.map(([kind, value]) => redis.send<string | null>(identityIndexKey(kind), ["HGET", identityIndexKey(kind), value])));
+      const self = String(id);
+      commands.push(["HDEL", RELATION_ID_INDEX, relationId], ["HDEL", RELATION_ID_BY_USER, self], ["DEL", userKey(id)]);
+      owned.forEach(([kind, value], k) => {
+        if (owners[k] === self) commands.push(["HDEL", identityIndexKey(kind), value]);
+      });
+      for (const friend of friends) commands.push(["SREM", userSetKey("friends", Number(friend)), self], ["HDEL", friendDescriptionsKey(Number(friend)), self]);
+      for (const followed of following) commands.push(["SREM", userSetKey("followers", Number(followed)), self]);
+      for (const follower of followers) commands.push(["SREM", userSetKey("following", Number(follower)), self]);
+      for (const asset of contracts) commands.push(["SREM", assetHoldersKey("contracts", asset), self]);
+      for (const asset of nfts) commands.push(["SREM", assetHoldersKey("nfts", asset), self]);
+      for (const address of record?.addresses ?? []) {
+        addresses.add(address);
+        for (const kind of ASSET_KINDS) commands.push(["DEL", addressAssetsKey(kind, address)], ["SREM", assetAddressesKey(kind), address]);
+      }
+      for (const peer of release) if (peer !== RELEASE_ALL) commands.push(["SREM", releasedToKey(Number(peer)), self]);
+      for (const releaser of releasedTo) commands.push(["SREM", releaseKey(Number(releaser)), self]);
+      for (const key of pages) commands.push(["DEL", key]);
+      const own = [
+        userSetKey("friends", id),
+        userSetKey("following", id),
+        userSetKey("followers", id),
+        friendDescriptionsKey(id),
+        userAssetsKey("contracts", id),
+        userAssetsKey("nfts", id),
+        releaseKey(id),
+        releasedToKey(id),
+        pagingStateOwnerKey(id),
+      ];
+      for (const key of own) commands.push(["DEL", key]);
+      ids.add(id);
+    }),
+  );
+  return { commands, ids, relationIds: new Set(targets.map(({ relationId }) => relationId)), addresses };
+}
+
+/** What erasures remove, planned from the state before them. */
+interface ErasurePlan {
+  commands: string[][];
+  /** The erased users' ids and relationIds. */
+  ids: Set<UserId>;
+  relationIds: Set<string>;
+  /** The addresses they held: their asset records go with them. */
+  addresses: Set<string>;
+}
+
+/** The commands of edge deletes; users that may have lost an asset, and addresses that may hold none any more. */
+async function planDeletes(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  erased: Set<string>,
+): Promise<{ commands: string[][]; trims: UserId[]; emptied: [AssetKind, string][]; claimants: string[] }> {
+  const commands: string[][] = [];
+  const deletes = batch.deletes;
+  if (!deletes) return { commands, trims: [], emptied: [], claimants: [] };
+  // Edges of erased users go with them; an unknown relationId has no edges to delete.
+  const names = [...new Set([...deletes.friends.flatMap(({ a, b }) => [a, b]), ...deletes.follows.flatMap(({ from, to }) => [from, to])])].filter(
+    (name) => !erased.has(name),
+  );
+  const stored = await hashGetMany(redis, RELATION_ID_INDEX, names);
+  const idOf = new Map(names.flatMap((name, i) => (stored[i] == null ? [] : [[name, stored[i]!]])));
+  for (const { a, b } of deletes.friends) {
+    const [ia, ib] = [idOf.get(a), idOf.get(b)];
+    if (ia === undefined || ib === undefined) continue;
+    commands.push(
+      ["SREM", userSetKey("friends", Number(ia)), ib],
+      ["SREM", userSetKey("friends", Number(ib)), ia],
+      ["HDEL", friendDescriptionsKey(Number(ia)), ib],
+      ["HDEL", friendDescriptionsKey(Number(ib)), ia],
+    );
+  }
+  for (const { from, to } of deletes.follows) {
+    const [ifrom, ito] = [idOf.get(from), idOf.get(to)];
+    if (ifrom === undefined || ito === undefined) continue;
+    commands.push(["SREM", userSetKey("following", Number(ifrom)), ito], ["SREM", userSetKey("followers", Number(ito)), ifrom]);
+  }
+  const emptied: [AssetKind, string][] = [];
+  const touched = new Set<string>();
+  for (const kind of ASSET_KINDS) {
+    const records = kind === "contracts" ? deletes.interactions : deletes.nfts;
+    const seen = new Set<string>();
+    for (const { address, contract } of records) {
+      commands.push(["SREM", addressAssetsKey(kind, address), contract]);
+      touched.add(address);
+      if (!seen.has(address)) emptied.push([kind, address]);
+      seen.add(address);
+    }
+  }
+  // Owners of those addresses, before the batch and after it, may hold the asset through another
+  // address: trimmed at the end, to what their records then list.
+  const addresses = [...touched];
+  const owners = await hashGetMany(redis, identityIndexKey("address"), addresses);
+  const trims = owners.filter((owner) => owner != null).map(Number);
+  const claimants = batch.users.filter((user) => user.addresses.some((address) => touched.has(address))).map((user) => user.relationId);
+  return { commands, trims, emptied, claimants };
+}
+
+/** The commands that replace releases, keeping the reverse index (released-to) in step. */
+async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Map<string, UserId>): Promise<string[][]> {
+  const commands: string[][] = [];
+  const ids = batch.releases.map(({ relationId }) => idOf.get(relationId) as UserId);
+  const before = await Promise.all(ids.map((id) => scanSet(redis, releaseKey(id))));
+  batch.releases.forEach(({ peers }, i) => {
+    const id = ids[i]!;
+    const self = String(id);
+    const next = peers === "*" ? [RELEASE_ALL] : peers.map((peer) => String(idOf.get(peer) as UserId));
+    const kept = new Set(next);
+    commands.push(["DEL", releaseKey(id)]);
+    for (const part of chunks(next)) commands.push(["SADD", releaseKey(id), ...part]);
+    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) commands.push(["SREM", releasedToKey(Number(old)), self]);
+    for (const peer of next) if (peer !== RELEASE_ALL) commands.push(["SADD", releasedToKey(Number(peer)), self]);
+  });
+  return commands;
+}
+
+/**
+ * Ids of every relationId the batch names. New users (and users the batch erases and defines
+ * again) get fresh ids from the sequence; their relationId indexes are written with the unit.
+ */
 async function resolveOrAllocate(
   redis: RedisConnection,
   batch: IngestBatch,
   users: Map<string, UserInput>,
+  erased: Set<string>,
 ): Promise<Map<string, UserId>> {
   const relationIds = referencedRelationIds(batch);
   const stored = await hashGetMany(redis, RELATION_ID_INDEX, relationIds);
   const idOf = new Map<string, UserId>();
   const fresh: string[] = [];
   relationIds.forEach((relationId, i) => {
-    const id = stored[i];
+    const id = erased.has(relationId) ? null : stored[i];
     if (id != null) idOf.set(relationId, Number(id));
     else if (users.has(relationId)) fresh.push(relationId);
     else throw new UnknownRelationIdError(relationId);
   });
   if (fresh.length === 0) return idOf;
-
+  // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
   const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
   const first = last - fresh.length + 1;
-  const claimed = await redis.sendAll(
-    fresh.map((relationId, i) => ["HSETNX", RELATION_ID_INDEX, relationId, String(first + i)]),
-  );
-  // A concurrent writer may have claimed some relationIds first: theirs wins (our ids stay unused).
-  const lost = fresh.filter((_, i) => claimed[i] !== 1);
-  const winners = await hashGetMany(redis, RELATION_ID_INDEX, lost);
   fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
-  lost.forEach((relationId, i) => idOf.set(relationId, Number(winners[i])));
   return idOf;
 }
 
+/** What the batch's users change, planned from the state before the batch. */
 async function planUsers(
   redis: RedisConnection,
   batch: IngestBatch,
   users: Map<string, UserInput>,
   idOf: Map<string, UserId>,
-): Promise<UserPlan> {
+  erased: ErasurePlan,
+): Promise<{ commands: string[][]; unlink: string[][]; owners: Map<string, UserId>; trims: UserId[] }> {
   const batchIds = new Set<UserId>();
   const newOwner = new Map<string, UserId>();
   for (const user of users.values()) {
@@ -404,7 +588,7 @@ async function planUsers(
     batchUsers.map((user) => idOf.get(user.relationId) as UserId),
   );
 
-  const stale: { id: UserId; user: UserInput; kind: "address" | "social" | "game"; value: string }[] = [];
+  const stale: { id: UserId; user: UserInput; kind: IdentityKind; value: string }[] = [];
   batchUsers.forEach((user, i) => {
     const old = oldRecords[i];
     if (!old) return;
@@ -418,47 +602,68 @@ async function planUsers(
     Promise.all(stale.map(({ kind, value }) => redis.send<string | null>(identityIndexKey(kind), ["HGET", identityIndexKey(kind), value]))),
     hashGetMany(redis, identityIndexKey("address"), claimedAddresses),
     hashGetMany(redis, identityIndexKey("address"), assetAddresses),
-    readStoredAssets(redis, claimedAddresses),
+    // Erasures go first: the asset records of the addresses they free are gone by then.
+    readStoredAssets(redis, claimedAddresses.filter((address) => !erased.addresses.has(address))),
   ]);
 
-  const staleEntries: UserPlan["staleEntries"] = [];
-  const lostAddresses = new Map<UserId, string[]>();
+  const unlink: string[][] = [];
+  const trims = new Set<UserId>();
+  // An identity one batch user drops and another takes is overwritten, never unlinked.
+  const claimed = new Set(batchUsers.flatMap((user) => identitiesOf(user).map(([kind, value]) => `${kind}:${value}`)));
   stale.forEach(({ id, user, kind, value }, i) => {
     if (staleOwners[i] !== String(id)) return;
-    staleEntries.push([kind, value]);
-    if (kind === "address") lostAddresses.set(id, user.addresses);
+    if (!claimed.has(`${kind}:${value}`)) unlink.push(["HDEL", identityIndexKey(kind), value]);
+    if (kind === "address") trims.add(id);
   });
 
-  // Addresses taken from users outside the batch: those users' records must drop them.
+  // Addresses taken from users outside the batch: those users' records must drop them. Users the
+  // batch erases lose them anyway.
   const taken = new Map<UserId, Set<string>>();
   claimedAddresses.forEach((address, i) => {
     const previous = previousOwners[i];
-    if (previous == null || batchIds.has(Number(previous))) return;
+    if (previous == null || batchIds.has(Number(previous)) || erased.ids.has(Number(previous))) return;
     const set = taken.get(Number(previous)) ?? new Set<string>();
     taken.set(Number(previous), set.add(address));
   });
   const formerIds = [...taken.keys()];
   const formerRecords = await readUsers(redis, formerIds);
-  const formerOwners: UserRecord[] = [];
+
+  const commands: string[][] = [];
+  for (const user of users.values()) {
+    const userId = idOf.get(user.relationId) as UserId;
+    const self = String(userId);
+    commands.push(
+      ["SET", userKey(userId), JSON.stringify(toRecord(userId, user))],
+      ["HSET", RELATION_ID_INDEX, user.relationId, self],
+      ["HSET", RELATION_ID_BY_USER, self, user.relationId],
+    );
+    for (const [kind, value] of identitiesOf(user)) commands.push(["HSET", identityIndexKey(kind), value, self]);
+    for (const kind of ASSET_KINDS) {
+      const held = new Set(user.addresses.flatMap((address) => storedAssets[kind].get(address) ?? []));
+      for (const part of chunks([...held])) commands.push(["SADD", userAssetsKey(kind, userId), ...part]);
+      for (const asset of held) commands.push(["SADD", assetHoldersKey(kind, asset), self]);
+    }
+  }
   formerRecords.forEach((record, i) => {
     const lost = taken.get(formerIds[i] as UserId);
     if (!record || !lost) return;
     const trimmed = { ...record, addresses: record.addresses.filter((address) => !lost.has(address)) };
-    formerOwners.push(trimmed);
-    lostAddresses.set(trimmed.id, trimmed.addresses);
+    commands.push(["SET", userKey(trimmed.id), JSON.stringify(trimmed)]);
+    trims.add(trimmed.id);
   });
 
   const owners = newOwner;
   assetAddresses.forEach((address, i) => {
     const owner = storedOwners[i];
-    // An address still indexed to a batch user that no longer lists it has no owner any more.
-    if (owner != null && !batchIds.has(Number(owner))) owners.set(address, Number(owner));
+    // An address still indexed to a batch user that no longer lists it has no owner any more, and
+    // one of an erased user has none either.
+    if (owner != null && !batchIds.has(Number(owner)) && !erased.ids.has(Number(owner))) owners.set(address, Number(owner));
   });
-  return { staleEntries, formerOwners, lostAddresses, storedAssets, owners };
+  return { commands, unlink, owners, trims: [...trims] };
 }
 
 /** Assets already recorded against some addresses, reading only the addresses that have any. */
-async function readStoredAssets(redis: RedisConnection, addresses: string[]): Promise<UserPlan["storedAssets"]> {
+async function readStoredAssets(redis: RedisConnection, addresses: string[]): Promise<Record<AssetKind, Map<string, string[]>>> {
   const stored = { contracts: new Map<string, string[]>(), nfts: new Map<string, string[]>() };
   await Promise.all(
     ASSET_KINDS.map(async (kind) => {
@@ -469,6 +674,88 @@ async function readStoredAssets(redis: RedisConnection, addresses: string[]): Pr
     }),
   );
   return stored;
+}
+
+/** The unit as journal parts. */
+function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
+  const { friends, follows } = unit;
+  return new Map<string, JournalPart>([
+    [
+      "commands",
+      {
+        json: {
+          records: unit.records,
+          erase: unit.erase,
+          users: unit.users,
+          unlink: unit.unlink,
+          deletes: unit.deletes,
+          releases: unit.releases,
+          trims: unit.trims,
+          emptied: unit.emptied,
+          then: unit.then,
+          assets: { contracts: unit.assets.contracts.map(pair), nfts: unit.assets.nfts.map(pair) },
+          owners: [...unit.owners],
+          friendNames: friends.names,
+          friendDescriptions: friends.descriptions,
+          followNames: follows.names === friends.names ? null : follows.names,
+        },
+      },
+    ],
+    ["friendIds", unit.friendIds],
+    ["friendA", friends.a],
+    ["friendB", friends.b],
+    ["friendDescription", friends.description],
+    ["followIds", unit.followIds],
+    ["followFrom", follows.from],
+    ["followTo", follows.to],
+  ]);
+}
+
+/** The unit the journal parts hold. */
+function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
+  const json = (parts.get("commands") as { json: JournalledCommands }).json;
+  const u32 = (name: string) => parts.get(name) as Uint32Array;
+  const f64 = (name: string) => parts.get(name) as Float64Array;
+  const unpair = ([address, contract]: [string, string]) => ({ address, contract });
+  return {
+    records: json.records,
+    erase: json.erase,
+    users: json.users,
+    unlink: json.unlink,
+    deletes: json.deletes,
+    friends: new FriendColumns(json.friendNames, u32("friendA"), u32("friendB"), json.friendDescriptions, u32("friendDescription")),
+    friendIds: f64("friendIds"),
+    follows: new FollowColumns(json.followNames ?? json.friendNames, u32("followFrom"), u32("followTo")),
+    followIds: f64("followIds"),
+    assets: { contracts: json.assets.contracts.map(unpair), nfts: json.assets.nfts.map(unpair) },
+    owners: new Map(json.owners),
+    releases: json.releases,
+    trims: json.trims,
+    emptied: json.emptied,
+    then: json.then,
+  };
+}
+
+/** The JSON part of a journalled unit. */
+interface JournalledCommands {
+  records: number;
+  erase: string[][];
+  users: string[][];
+  unlink: string[][];
+  deletes: string[][];
+  releases: string[][];
+  trims: UserId[];
+  emptied: [AssetKind, string][];
+  then: string[][];
+  assets: Record<AssetKind, [string, string][]>;
+  owners: [string, UserId][];
+  friendNames: string[];
+  friendDescriptions: string[];
+  followNames: string[] | null;
+}
+
+function pair({ address, contract }: { address: string; contract: string }): [string, string] {
+  return [address, contract];
 }
 
 /** Sets a fresh data version (keys.ts, DATA_VERSION): records cached by readers are stale from now on. */
@@ -503,81 +790,4 @@ async function trimAssets(redis: RedisConnection, id: UserId, addresses: readonl
 function toRecord(id: UserId, user: UserInput): UserRecord {
   const { relationId, name, avatar, addresses, social, game } = user;
   return { id, relationId, name, avatar, addresses, social, game };
-}
-
-/**
- * Members (SADD) or field/value pairs (HSET) grouped by the subject of their key (a UserId, an
- * address, a contract, or a whole key), so that records touching one key cost one command, and
- * key names are built once per key rather than once per record.
- */
-class Grouped<S extends string | number> {
-  readonly #entries = new Map<S, (string | number)[]>();
-  constructor(
-    private readonly command: "SADD" | "HSET",
-    private readonly keyOf: (subject: S) => string,
-  ) {}
-
-  add(subject: S, member: string | number): void {
-    const entries = this.#entries.get(subject);
-    if (entries) entries.push(member);
-    else this.#entries.set(subject, [member]);
-  }
-
-  pair(subject: S, field: string | number, value: string): void {
-    const entries = this.#entries.get(subject);
-    if (entries) entries.push(field, value);
-    else this.#entries.set(subject, [field, value]);
-  }
-
-  drainInto(commands: string[][]): void {
-    // ARGS_PER_COMMAND is even, so HSET field/value pairs never straddle two commands.
-    for (const [subject, entries] of this.#entries) {
-      const key = this.keyOf(subject);
-      for (let start = 0; start < entries.length; start += ARGS_PER_COMMAND) {
-        const end = Math.min(start + ARGS_PER_COMMAND, entries.length);
-        const args = [this.command, key];
-        for (let i = start; i < end; i++) args.push(String(entries[i]));
-        commands.push(args);
-      }
-    }
-    this.#entries.clear();
-  }
-}
-
-/** Everything a write sends, grouped per key until the next flush. */
-class WriteBuffer {
-  readonly releases = new Grouped<UserId>("SADD", releaseKey);
-  readonly userAssets = {
-    contracts: new Grouped<UserId>("SADD", (id) => userAssetsKey("contracts", id)),
-    nfts: new Grouped<UserId>("SADD", (id) => userAssetsKey("nfts", id)),
-  };
-  readonly holders = assetGroups((kind) => (asset: string) => assetHoldersKey(kind, asset));
-  /** Hashes named directly by their key. */
-  readonly hashes = new Grouped<string>("HSET", (key) => key);
-  /** SET key value, flattened. */
-  strings: string[] = [];
-
-  linkAsset(kind: AssetKind, owner: UserId, asset: string): void {
-    this.userAssets[kind].add(owner, asset);
-    this.holders[kind].add(asset, owner);
-  }
-
-  /** The buffered commands, emptying the buffer. */
-  drain(): string[][] {
-    const commands: string[][] = [];
-    const groups = [
-      this.releases,
-      ...Object.values(this.userAssets),
-      ...Object.values(this.holders),
-      this.hashes,
-    ];
-    for (const group of groups) group.drainInto(commands);
-    for (let i = 0; i < this.strings.length; i += 2) commands.push(["SET", this.strings[i] as string, this.strings[i + 1] as string]);
-    this.strings = [];
-    return commands;
-  }
-}
-
-function assetGroups(keyOf: (kind: AssetKind) => (subject: string) => string): Record<AssetKind, Grouped<string>> {
-  return { contracts: new Grouped("SADD", keyOf("contracts")), nfts: new Grouped("SADD", keyOf("nfts")) };
 }

@@ -1,0 +1,63 @@
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import type { RedisConnection } from "./connection.js";
+import { WRITE_LEASE } from "./keys.js";
+
+/** Options of the write lease. */
+export interface WriteLeaseOptions {
+  /** How long the lease outlives its holder's last renewal, in ms: a writer killed outright blocks others this long. */
+  ttlMs?: number;
+  /** Called once when the lease is held by someone else and this writer starts waiting. */
+  onWait?: (holder: string) => void;
+}
+
+/** Default lease time: far above any pause of a live writer, short enough that a dead one is soon replaced. */
+export const DEFAULT_WRITE_LEASE_MS = 10_000;
+const POLL_MS = 100;
+
+// Deletes or extends the lease only while this writer's token still holds it.
+const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`;
+const RENEW = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) else return 0 end`;
+
+/**
+ * Runs `work` as the only writer of the store. Every process that writes (ingest, the change feed)
+ * takes this lease first, so units of changes apply one at a time and in the order they were taken:
+ * two writers interleaving their commands could otherwise leave a state neither meant (a friend
+ * added by one after the other erased the user). The lease is renewed while `work` runs; a holder
+ * that dies without releasing it is replaced once ttlMs has passed.
+ */
+export async function withWriteLease<T>(redis: RedisConnection, work: () => Promise<T>, options: WriteLeaseOptions = {}): Promise<T> {
+  const ttlMs = options.ttlMs ?? DEFAULT_WRITE_LEASE_MS;
+  const token = `${hostname()}:${process.pid}:${randomUUID()}`;
+  let waiting = false;
+  for (;;) {
+    const taken = await redis.send<string | null>(WRITE_LEASE, ["SET", WRITE_LEASE, token, "NX", "PX", String(ttlMs)]);
+    if (taken === "OK") break;
+    if (!waiting) {
+      waiting = true;
+      const holder = await redis.send<string | null>(WRITE_LEASE, ["GET", WRITE_LEASE]);
+      options.onWait?.(holder?.replace(/:[^:]*$/, "") ?? "another writer");
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  let lost: unknown = null;
+  const renewal = setInterval(() => {
+    redis.send<number>(WRITE_LEASE, ["EVAL", RENEW, "1", WRITE_LEASE, token, String(ttlMs)]).then(
+      (renewed) => {
+        if (renewed !== 1) lost ??= new Error("the write lease was lost: another writer took over after this one stalled");
+      },
+      // A failed renewal is retried at the next tick; the lease still has most of its time.
+      () => {},
+    );
+  }, Math.max(50, Math.floor(ttlMs / 3)));
+  try {
+    const result = await work();
+    if (lost) throw lost;
+    return result;
+  } finally {
+    clearInterval(renewal);
+    await redis.send(WRITE_LEASE, ["EVAL", RELEASE, "1", WRITE_LEASE, token]).catch(() => {
+      // Unreleased, it expires by itself after ttlMs.
+    });
+  }
+}
