@@ -9,7 +9,7 @@
  */
 import { SiweMessage } from "siwe";
 import { Wallet } from "ethers";
-import { decryptResult, fetchKeyNetwork } from "../crypto/client.js";
+import { decryptResult, fetchKeyNetwork } from "../client/decrypt.js";
 import { demoWallet } from "../ingest/demo-wallet.js";
 
 const server = process.argv[2] ?? "http://127.0.0.1:8080";
