@@ -15,12 +15,14 @@ import { injectWallet, launchChromium, watchProblems } from "../support/chromium
 import { demoExpectation } from "../support/demo-expectations.js";
 
 /**
- * Issue 17, the demo dApp end to end in headless Chromium: a fresh server with the bundled demo
+ * Issue 17 in headless Chromium. The demo dApp end to end: a fresh server with the bundled demo
  * dataset and the development key, the page loaded from another origin than the API (so CORS is on
  * the path of every call, the key nodes' included), a wallet of demo user u1 injected as
  * window.ethereum. Over each protocol the page must sign in, decrypt, and show exactly what the
  * dataset holds; any refused request, failed decryption or script error fails the test.
- * Needs dist/ (npm run build bundles the page). DEMO_SCREENSHOT=path keeps the screenshot there.
+ * And the docs page: it renders the five operations from /openapi.json and "try it" succeeds with
+ * the development key. Needs dist/ (npm run build bundles the pages). DEMO_SCREENSHOT=path keeps
+ * the demo's screenshot there (the README's is made so).
  */
 
 const USER = "u1";
@@ -156,6 +158,50 @@ describe("the demo dApp's failures", () => {
     await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
     expect(await page.getAttribute("body", "data-state")).toBe("failed");
     expect(problems.list.join("\n")).toMatch(/CORS|request failed/);
+    await page.close();
+  });
+});
+
+describe("the docs page", () => {
+  it("renders the five operations from /openapi.json, with no asset from elsewhere, and tries one with the development key", async () => {
+    const page = await browser.newPage();
+    const problems = watchProblems(page);
+    const foreign: string[] = [];
+    page.on("request", (request) => {
+      if (!request.url().startsWith(`${apiUrl}/`) && !request.url().startsWith("data:")) foreign.push(request.url());
+    });
+    await page.goto(`${apiUrl}/docs`);
+    await page.waitForSelector("body[data-state=ready], body[data-state=failed]");
+    expect(await page.getAttribute("body", "data-state")).toBe("ready");
+    expect(await page.$$eval(".operation", (sections) => sections.map((s) => s.dataset.rpc))).toEqual([
+      "Profile",
+      "RelationshipGraph",
+      "MultiDimensionalRecommendation",
+      "MutualFriend",
+      "MutualContractInteraction",
+    ]);
+    expect(await page.inputValue("#apikey")).toBe(DEV_API_KEY);
+
+    // Try MutualFriend with the examples the document gives (demo users u1 and u2).
+    const operation = page.locator(".operation[data-rpc=MutualFriend]");
+    await operation.locator("button").click();
+    await operation.locator("pre.response[data-status]").waitFor();
+    expect(await operation.locator("pre.response").getAttribute("data-status")).toBe("200");
+    const shown = (await operation.locator("pre.response").textContent())!;
+    const envelope = JSON.parse(shown.slice(shown.indexOf("\n") + 1)) as { code: string; data: { relationId: { relationId: string } }[] };
+    expect(envelope.code).toBe("0");
+    const expected = (await rest("mutualFriend", { address: `${demoWallet(1).address},${demoWallet(2).address}`, limit: "10" })) as unknown[];
+    expect(envelope.data).toEqual(expected);
+    expect(expected.length).toBeGreaterThan(0);
+
+    // A wrong key is refused, and the page shows the refusal.
+    await page.fill("#apikey", "wrong-key");
+    await operation.locator("button").click();
+    await page.waitForFunction(() => document.querySelector(".operation[data-rpc=MutualFriend] pre.response")?.getAttribute("data-status") === "401");
+    expect(await operation.locator("pre.response").textContent()).toContain('"code": "10002"');
+
+    expect(foreign).toEqual([]);
+    expect(problems.list.filter((p) => !p.includes("401"))).toEqual([]);
     await page.close();
   });
 });
