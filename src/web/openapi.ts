@@ -94,7 +94,20 @@ export function createOpenApiDocument(version: string): Json {
         security: [{ ApiKey: [] }],
         parameters: input.fields.map((field) => parameter(field, route.path)),
         responses: {
-          "200": { description: "Success", content: { "application/json": { schema: envelope } } },
+          "200": {
+            description: "Success",
+            content: {
+              "application/json": {
+                schema: envelope,
+                example: {
+                  code: "0",
+                  desc: "success",
+                  data: sampleOf(dataField, name === "MultiDimensionalRecommendation"),
+                  ...(paged ? { cursor: "" } : {}),
+                },
+              },
+            },
+          },
           ...errorResponses({ identified: fields.includes("gameId"), paged, authorized }),
         },
         ...(statement === null
@@ -213,6 +226,50 @@ function errorResponses(kind: { identified: boolean; paged: boolean; authorized:
     };
   }
   return responses;
+}
+
+/** Sample values by field name, for the success examples; every other field gets its type's sample. */
+const SAMPLES: Record<string, unknown> = {
+  relationId: "u2",
+  name: "Bob",
+  avatar: "https://avatars.relgraph.example/u2.png",
+  username: "bob",
+  gameId: "76561198000000002",
+  address: ["0x8ba1f109551bd432803012645ac136ddd64dba72"],
+  description: "Followed each other on social",
+  followingCount: 12,
+  followerCount: 34,
+  encryptedString: "base64 of IV, ciphertext and tag",
+  encryptedSymmetricKey: "base64 of the identity-based ciphertext of the AES key",
+  dataToEncryptHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+  chain: "ethereum",
+  backend: "relgraph",
+  parameters: [":userAddress"],
+  comparator: "=",
+  value: "0x8ba1f109551bd432803012645ac136ddd64dba72",
+};
+
+/** An example value of a field, built from the descriptors; a recommendation's description names its signals. */
+function sampleOf(field: DescField, recommendation: boolean): unknown {
+  if (field.jsonName === "data" && field.fieldKind === "list" && field.listKind === "scalar") {
+    return ["0x1f9840a85d5af5bf1d1762f925bdaddc4201f984"]; // MutualContractInteraction: contract addresses
+  }
+  const message = (desc: DescMessage): Json => {
+    const out: Json = {};
+    for (const f of desc.fields) {
+      if (f.jsonName === "description" && desc.name === "UserInfo") {
+        if (recommendation) out.description = "2 mutual friends, 1 account both follow";
+        continue;
+      }
+      out[f.jsonName] = sampleOf(f, recommendation);
+    }
+    return out;
+  };
+  if (field.fieldKind === "message") return message(field.message);
+  if (field.fieldKind === "list" && field.listKind === "message") return [message(field.message)];
+  if (field.jsonName in SAMPLES) return SAMPLES[field.jsonName];
+  if (field.fieldKind === "list") return [];
+  return field.fieldKind === "scalar" && field.scalar === ScalarType.INT32 ? 0 : "";
 }
 
 const ERROR_ENVELOPE: Json = {

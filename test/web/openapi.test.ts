@@ -109,8 +109,31 @@ describe("GET /openapi.json", () => {
         query.set(parameter.name, Array.isArray(value) ? value.join(",") : String(value));
       }
       const response = await fetch(`${server.url}${route.path}?${query}`, { headers: { ApiKey: TEST_API_KEY } });
-      const body = (await response.json()) as { code: string; desc: string };
+      const body = (await response.json()) as { code: string; desc: string; data: unknown[] };
       expect(`${route.path}: ${body.code} ${body.desc}`).toBe(`${route.path}: 0 success`);
+      // The documented success example has the shape of the real answer, field for field.
+      const example = (doc.paths[route.path]!.get!.responses["200"] as { content: Record<string, { example: typeof body }> }).content[
+        "application/json"
+      ]!.example;
+      expect(body.data.length, route.path).toBeGreaterThan(0);
+      expect(shapeMismatches(example, body, route.path)).toEqual([]);
     }
   });
 });
+
+/** Where two JSON values differ in shape: key sets, and leaf types; null matches anything (social, game). */
+function shapeMismatches(example: unknown, real: unknown, at: string): string[] {
+  if (example === null || real === null) return [];
+  if (Array.isArray(example) || Array.isArray(real)) {
+    if (!Array.isArray(example) || !Array.isArray(real)) return [`${at}: list and not list`];
+    return example.length === 0 || real.length === 0 ? [] : shapeMismatches(example[0], real[0], `${at}[0]`);
+  }
+  if (typeof example === "object" && typeof real === "object") {
+    const a = example as Record<string, unknown>;
+    const b = real as Record<string, unknown>;
+    const keys = Object.keys(a).sort().join(",");
+    if (keys !== Object.keys(b).sort().join(",")) return [`${at}: keys ${keys} against ${Object.keys(b).sort().join(",")}`];
+    return Object.keys(a).flatMap((key) => shapeMismatches(a[key], b[key], `${at}.${key}`));
+  }
+  return typeof example === typeof real ? [] : [`${at}: ${typeof example} against ${typeof real}`];
+}
