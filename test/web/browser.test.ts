@@ -148,6 +148,21 @@ describe("the demo dApp's failures", () => {
     await page.close();
   });
 
+  it("shows the failure, and no data, when the key nodes refuse to decrypt", async () => {
+    const page = await browser.newPage();
+    await injectWallet(page, new Wallet(demoWallet(1).privateKey));
+    await page.route("**/v1/decryption-share", (route) =>
+      route.fulfill({ status: 403, contentType: "application/json", body: JSON.stringify({ error: "forbidden", message: "not you" }) }),
+    );
+    await page.goto(`${pageOrigin}/demo?server=${encodeURIComponent(apiUrl)}`);
+    await page.click("#connect");
+    await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
+    expect(await page.getAttribute("body", "data-state")).toBe("failed");
+    expect(await page.textContent("#error")).toMatch(/valid decryption share.*refused with HTTP 403: not you/);
+    expect(await page.isVisible("#profile")).toBe(false);
+    await page.close();
+  });
+
   it("cannot call the API from an origin CORS_ORIGINS does not list", async () => {
     const page = await browser.newPage();
     const problems = watchProblems(page);
