@@ -177,14 +177,12 @@ function parameter(field: DescField, path: string): Json {
   };
 }
 
-/** Examples from the bundled demo dataset, so that "try it" on a fresh `relgraph serve` finds users. */
+/**
+ * Examples from the bundled demo dataset, so that "try it" on a fresh `relgraph serve` finds users.
+ * Only `address` names a user: the single-user operations take exactly one identifier.
+ */
 function exampleOf(name: string, list: boolean): Json {
-  const single: Record<string, unknown> = {
-    address: demoWallet(1).address.toLowerCase(),
-    socialUsername: "alice",
-    gameId: "76561198000000001",
-    limit: 10,
-  };
+  const single: Record<string, unknown> = { address: demoWallet(1).address.toLowerCase(), limit: 10 };
   if (list && name === "address") return { example: [demoWallet(1).address.toLowerCase(), demoWallet(2).address.toLowerCase()] };
   if (list) return {};
   return name in single ? { example: single[name] } : {};

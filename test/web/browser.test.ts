@@ -209,6 +209,15 @@ describe("the docs page", () => {
     expect(envelope.data).toEqual(expected);
     expect(expected.length).toBeGreaterThan(0);
 
+    // The other two operations that need no signature answer their examples too.
+    for (const rpc of ["MultiDimensionalRecommendation", "MutualContractInteraction"]) {
+      const other = page.locator(`.operation[data-rpc=${rpc}]`);
+      await other.locator("button").click();
+      await other.locator("pre.response[data-status]").waitFor();
+      expect(`${rpc} ${await other.locator("pre.response").getAttribute("data-status")}`).toBe(`${rpc} 200`);
+      expect(await other.locator("pre.response").textContent()).toContain('"code": "0"');
+    }
+
     // A wrong key is refused, and the page shows the refusal.
     await page.fill("#apikey", "wrong-key");
     await operation.locator("button").click();

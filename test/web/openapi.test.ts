@@ -103,8 +103,7 @@ describe("GET /openapi.json", () => {
     for (const route of REST_ROUTES.filter((r) => !r.method.input.fields.some((f) => f.jsonName === "sig"))) {
       const query = new URLSearchParams();
       for (const parameter of doc.paths[route.path]!.get!.parameters ?? []) {
-        // The address example alone: the single-user operations take exactly one identifier.
-        if (parameter.example === undefined || parameter.name === "socialUsername" || parameter.name === "gameId") continue;
+        if (parameter.example === undefined) continue;
         const value = parameter.example;
         query.set(parameter.name, Array.isArray(value) ? value.join(",") : String(value));
       }

@@ -19,7 +19,7 @@ interface Operation {
   description?: string;
   tags?: string[];
   parameters?: Parameter[];
-  responses?: Record<string, { description?: string }>;
+  responses?: Record<string, { description?: string; content?: Record<string, { example?: unknown }> }>;
   "x-relgraph-rpc"?: string;
 }
 
@@ -100,8 +100,10 @@ function renderOperation(rpc: string, path: string, operation: Operation, aliase
 
   const responses = element("details");
   responses.append(element("summary", "Responses"));
-  for (const [status, { description }] of Object.entries(operation.responses ?? {})) {
+  for (const [status, { description, content }] of Object.entries(operation.responses ?? {})) {
     responses.append(element("p", `${status}: ${description ?? ""}`));
+    const example = content?.["application/json"]?.example;
+    if (example !== undefined) responses.append(element("pre", JSON.stringify(example, null, 2)));
   }
   section.append(form, output, responses);
   return section;
