@@ -11,7 +11,7 @@ import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import type { GraphStore } from "./store/store.js";
 import { registerCors } from "./web/cors.js";
-import { webPages } from "./web/pages.js";
+import { collectRoutes, webPages } from "./web/pages.js";
 
 /** Path where the server publishes its key network (public material; no ApiKey needed). */
 export const KEY_NETWORK_PATH = "/key-network";
@@ -37,6 +37,8 @@ export interface AppOptions {
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
   const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [] } = options;
+  // Before any route: /openapi.json names every route served (web/openapi.ts).
+  const routes = collectRoutes(app);
 
   app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
     // Fastify's own 4xx (a malformed URL, an oversized body) are the client's fault; all else is ours.
@@ -66,7 +68,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   });
 
   await app.register(restFacade, { service, gate });
-  await app.register(webPages);
+  await app.register(webPages, { routes });
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (request, reply) => {

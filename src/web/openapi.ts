@@ -50,8 +50,19 @@ const SUMMARIES: Record<string, string> = {
   MutualContractInteraction: "Contracts every queried address interacted with",
 };
 
-/** Builds the document; `version` is the package's. */
-export function createOpenApiDocument(version: string): Json {
+/** A route the server registered: its URL (Fastify's syntax, `:param`) and methods. */
+export interface ServedRoute {
+  url: string;
+  methods: readonly string[];
+}
+
+/**
+ * Builds the document; `version` is the package's, `served` the routes the server registered (see
+ * web/pages.ts). The REST operations come from the route table; every other HTTP route served is
+ * listed too, described from OPERATOR_PATHS when it is known there, so the document names exactly
+ * what this server, in this configuration, answers.
+ */
+export function createOpenApiDocument(version: string, served: readonly ServedRoute[]): Json {
   const schemas: Record<string, Json> = {};
   const ref = (message: DescMessage) => {
     addSchema(message, schemas);
@@ -121,7 +132,21 @@ export function createOpenApiDocument(version: string): Json {
       },
     };
   }
-  Object.assign(paths, OPERATOR_PATHS);
+  for (const route of served) {
+    // Connect, gRPC-Web and reflection are the proto's; "*" answers CORS preflights; /api/v1/* is the envelope's 404.
+    if (route.url.startsWith("/relgraph.v1.") || route.url.startsWith("/grpc.") || route.url === "*" || route.url === "/api/v1/*") continue;
+    const path = openApiPath(route.url);
+    if (path in paths && !(path in OPERATOR_PATHS)) continue;
+    const item = (paths[path] ??= {}) as Json;
+    for (const method of route.methods.map((m) => m.toLowerCase())) {
+      if (method === "head" || method === "options") continue;
+      item[method] = (OPERATOR_PATHS[path]?.[method] as Json | undefined) ?? {
+        tags: ["operators"],
+        summary: `${method.toUpperCase()} ${path}`,
+        responses: { "200": { description: "OK" } },
+      };
+    }
+  }
 
   return {
     openapi: "3.1.0",
@@ -331,12 +356,17 @@ function scalarSchema(scalar: ScalarType): Json {
   }
 }
 
-const page = (description: string, type = "text/html"): Json => ({
+/** Fastify's `:param` as OpenAPI's `{param}`; the development key nodes' numbered prefixes as one template. */
+function openApiPath(url: string): string {
+  return url.replace(/^\/dev-key-nodes\/\d+\//, "/dev-key-nodes/{index}/").replace(/:(\w+)/g, "{$1}");
+}
+
+const page = (description: string, type = "text/html"): Record<string, Json> => ({
   get: { tags: ["operators"], summary: description, responses: { "200": { description, content: { [type]: {} } } } },
 });
 
-/** The routes outside the five operations: health, the key network, the key nodes and the pages. */
-const OPERATOR_PATHS: Record<string, Json> = {
+/** What is known of the routes outside the five operations: health, the key network, the key nodes and the pages. */
+const OPERATOR_PATHS: Record<string, Record<string, Json>> = {
   "/healthz": page("Liveness", "application/json"),
   "/readyz": {
     get: {

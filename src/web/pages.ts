@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { OPENAPI_PATH, createOpenApiDocument } from "./openapi.js";
+import { OPENAPI_PATH, createOpenApiDocument, type ServedRoute } from "./openapi.js";
 
 /**
  * The browser-facing pages, which need no ApiKey: GET /openapi.json, GET /docs (renders it), GET
@@ -26,12 +26,34 @@ const CONTENT_TYPES: Record<string, string> = {
 // Scripts and styles only from here; the demo calls any relgraph server and its key nodes.
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src *; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** Options of webPages. */
+export interface WebPagesOptions {
+  /** The server's routes, filled while it registers them (collectRoutes); read once it is ready. */
+  routes: readonly ServedRoute[];
+}
+
+/**
+ * Records every route registered on `app` from now on, in its encapsulation context and below, so
+ * that the OpenAPI document can name them all. Call it before registering anything else.
+ */
+export function collectRoutes(app: FastifyInstance): ServedRoute[] {
+  const routes: ServedRoute[] = [];
+  app.addHook("onRoute", (route) => {
+    routes.push({ url: route.url, methods: Array.isArray(route.method) ? route.method : [route.method] });
+  });
+  return routes;
+}
+
 /** The pages as a Fastify plugin. */
-export async function webPages(app: FastifyInstance): Promise<void> {
+export async function webPages(app: FastifyInstance, options: WebPagesOptions): Promise<void> {
   const root = packageRoot();
   const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
-  const openapi = JSON.stringify(createOpenApiDocument(version));
   const assets = readAssets(join(root, "dist", "web"));
+  // Built when the server is ready, once every route (this plugin's own included) is registered.
+  let openapi = "";
+  app.addHook("onReady", async () => {
+    openapi = JSON.stringify(createOpenApiDocument(version, options.routes));
+  });
 
   app.get(OPENAPI_PATH, async (_request, reply) => reply.type("application/json").send(openapi));
 
