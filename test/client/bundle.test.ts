@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { builtinModules } from "node:module";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { build, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
 
@@ -11,7 +13,8 @@ import { describe, expect, it } from "vitest";
  * bundle must not lean on Node's globals either.
  */
 
-const ENTRY = join(import.meta.dirname, "../../src/client/index.ts");
+const ROOT = join(import.meta.dirname, "../..");
+const ENTRY = join(ROOT, "src/client/index.ts");
 const NODE_BUILTINS = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 
 /** Fails the build on a Node built-in, naming who imported it. */
@@ -57,6 +60,53 @@ describe("relgraph/client in a browser bundle", () => {
       await expect(bundle(entry)).rejects.toThrow(/imports the Node built-in "node:fs\/promises"/);
       await writeFile(entry, `export * from ${JSON.stringify(ENTRY)};\nexport { createHash } from "crypto";\n`);
       await expect(bundle(entry)).rejects.toThrow(/imports the Node built-in "crypto"/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("relgraph/client's types", () => {
+  it("typecheck a browser dApp that imports the package, with DOM types and no Node types (needs dist/)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "relgraph-consumer-"));
+    try {
+      // A dApp's own project: relgraph installed in its node_modules, resolved through package.json's exports.
+      await mkdir(join(dir, "node_modules"));
+      await symlink(ROOT, join(dir, "node_modules", "relgraph"), "dir");
+      await writeFile(
+        join(dir, "app.ts"),
+        [
+          'import { createRelgraphClient, eip1193Signer, type Profile } from "relgraph/client";',
+          "declare const ethereum: Parameters<typeof eip1193Signer>[0];",
+          "export async function run(): Promise<Profile> {",
+          '  const client = createRelgraphClient({ baseUrl: "https://relgraph.example", apiKey: "k", protocol: "connect" });',
+          "  const signer = await eip1193Signer(ethereum);",
+          '  return client.decryptedProfile({ address: signer.address }, await client.authorize("profile", signer));',
+          "}",
+        ].join("\n"),
+      );
+      await writeFile(
+        join(dir, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: {
+            noEmit: true,
+            strict: true,
+            target: "ES2022",
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            lib: ["ES2022", "DOM"],
+            types: [],
+            skipLibCheck: false,
+          },
+          files: ["app.ts"],
+        }),
+      );
+      const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
+      const result = await promisify(execFile)(process.execPath, [tsc, "-p", join(dir, "tsconfig.json")]).then(
+        () => "",
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      expect(result).toBe("");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
