@@ -1,4 +1,4 @@
-import type { DescMessage, JsonObject, MessageShape } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
@@ -180,7 +180,10 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
   const rpc = protocol === "rest" ? null : createClient(RelationService, rpcTransport(protocol, baseUrl, options.apiKey, doFetch));
   let network: Promise<PublicKeyNetwork> | undefined;
 
-  /** Calls `operation` with `params` (proto JSON names) and returns the response's contract JSON. */
+  /**
+   * Calls `operation` with `params` (proto JSON names) and returns the response in the contract's
+   * JSON (rpc/json.ts, as the REST envelope writes it), so answers look the same on every protocol.
+   */
   const call = async (operation: Operation, params: Params): Promise<JsonObject> => {
     if (rpc === null) return restCall(doFetch, baseUrl, options.apiKey, REST_PATHS[operation], params, timeoutMs);
     try {
@@ -188,15 +191,15 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
       const signal = AbortSignal.timeout(timeoutMs);
       switch (operation) {
         case "profile":
-          return json(ProfileResponseSchema, await rpc.profile(request, { signal }));
+          return toContractJson(ProfileResponseSchema, await rpc.profile(request, { signal }));
         case "relationshipGraph":
-          return json(RelationshipGraphResponseSchema, await rpc.relationshipGraph(request, { signal }));
+          return toContractJson(RelationshipGraphResponseSchema, await rpc.relationshipGraph(request, { signal }));
         case "multiDimensionalRecommendation":
-          return json(MultiDimensionalRecommendationResponseSchema, await rpc.multiDimensionalRecommendation(request, { signal }));
+          return toContractJson(MultiDimensionalRecommendationResponseSchema, await rpc.multiDimensionalRecommendation(request, { signal }));
         case "mutualFriend":
-          return json(MutualFriendResponseSchema, await rpc.mutualFriend(request, { signal }));
+          return toContractJson(MutualFriendResponseSchema, await rpc.mutualFriend(request, { signal }));
         case "mutualContractInteraction":
-          return json(MutualContractInteractionResponseSchema, await rpc.mutualContractInteraction(request, { signal }));
+          return toContractJson(MutualContractInteractionResponseSchema, await rpc.mutualContractInteraction(request, { signal }));
       }
     } catch (error) {
       throw fromConnectError(error);
@@ -290,10 +293,6 @@ function rpcTransport(protocol: "connect" | "grpc-web", baseUrl: string, apiKey:
   const options = { baseUrl, fetch: doFetch, interceptors: [withApiKey] };
   // Connect speaks JSON, readable in the browser's network panel; gRPC-Web only has binary.
   return protocol === "connect" ? createConnectTransport(options) : createGrpcWebTransport(options);
-}
-
-function json<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): JsonObject {
-  return toContractJson(schema, message);
 }
 
 function pageParams({ limit, cursor }: PageRequest): Params {
