@@ -5,7 +5,7 @@
  * Prints figures; the machine's 2 cores are shared by the key nodes and this process.
  */
 import { Wallet } from "ethers";
-import { decryptResult } from "../src/crypto/client.js";
+import { decryptResult } from "../src/client/decrypt.js";
 import { createThresholdEncryptor } from "../src/crypto/encryptor.js";
 import { signAuthorization, startKeyNodes } from "../test/support/keynodes.js";
 

@@ -10,6 +10,8 @@ import { createApiKeyInterceptor, createErrorInterceptor, type RequestGate } fro
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import type { GraphStore } from "./store/store.js";
+import { registerCors } from "./web/cors.js";
+import { collectRoutes, webPages } from "./web/pages.js";
 
 /** Path where the server publishes its key network (public material; no ApiKey needed). */
 export const KEY_NETWORK_PATH = "/key-network";
@@ -25,6 +27,8 @@ export interface AppOptions {
   keyNodes?: { prefix: string; share: KeyShare }[];
   /** Verifies the authorizations that in-process key nodes receive. */
   verifier: SiweVerifier;
+  /** CORS_ORIGINS: origins browsers may call from (web/cors.ts); none by default. */
+  corsOrigins?: readonly string[];
 }
 
 /**
@@ -32,7 +36,9 @@ export interface AppOptions {
  * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
-  const { service, gate, store, keyNetwork, keyNodes = [], verifier } = options;
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [] } = options;
+  // Before any route: /openapi.json names every route served (web/openapi.ts).
+  const routes = collectRoutes(app);
 
   app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
     // Fastify's own 4xx (a malformed URL, an oversized body) are the client's fault; all else is ours.
@@ -42,6 +48,9 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     const failure = toPublicError(err, request.log);
     return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
   });
+
+  // First, so that its hooks cover every route below, the in-process key nodes included.
+  await registerCors(app, corsOrigins);
 
   await app.register(fastifyConnectPlugin, {
     // grpc-js always advertises gzip, and compressing every reply over 1 KB halved gRPC throughput
@@ -59,6 +68,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   });
 
   await app.register(restFacade, { service, gate });
+  await app.register(webPages, { routes });
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (request, reply) => {

@@ -7,7 +7,8 @@ import { createSiweVerifier } from "./auth/siwe.js";
 import type { Config } from "./config/config.js";
 import { createDevKeyNetwork } from "./crypto/dev-network.js";
 import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
-import { readPublicKeyNetwork, type KeyShare, type PublicKeyNetwork } from "./crypto/key-network.js";
+import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
+import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
 import { GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
@@ -62,7 +63,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
   const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(
-    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes },
+    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes, corsOrigins: config.corsOrigins },
     { logLevel: options.logLevel ?? config.logLevel },
   );
   const closeResources = async () => {

@@ -46,7 +46,8 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
       createOnePortServer(handler as OnePortHandler, {
         closeGraceMs,
         claimStream: (stream, headers) => grpcUnary(stream, headers),
-        claimRequest: (req, res) => connectUnary(req, res),
+        // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
+        claimRequest: (req, res) => req.headers.origin === undefined && connectUnary(req, res),
       }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",

@@ -2,10 +2,7 @@ import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyM
 import { SiweMessage } from "siwe";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
 
-/** The statement a Profile authorization must carry. */
-export const PROFILE_STATEMENT = "Access to User Profile.";
-/** The statement a Relationship graph authorization must carry. */
-export const RELATIONSHIP_GRAPH_STATEMENT = "Access to Relationship Graph.";
+export { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 
 /**
  * How far a client's clock may run ahead of ours: `issuedAt` and `notBefore` are accepted up to this

@@ -83,6 +83,7 @@ export async function runServe(argv: string[], io: ServeIo): Promise<number> {
   server.log.info({ config: redactConfig(config) }, "configuration");
   const address = await server.listen({ port: config.port, host: config.host });
   say(`relgraph listening on ${address} (REST, Connect, gRPC, gRPC-Web, reflection)`);
+  say(`in a browser: ${address}/demo (the demo dApp), ${address}/docs (the API docs)`);
   closeOnSignals(server, relgraph.closeResources);
   return -1;
 }

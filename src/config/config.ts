@@ -16,6 +16,8 @@ export interface Config {
   apiKeys: string[];
   /** SIWE_DOMAINS: accepted SIWE `domain` values; empty means any domain. */
   siweDomains: string[];
+  /** CORS_ORIGINS: origins (scheme://host[:port]) browsers may call from, or "*"; empty allows none but relgraph's own pages. */
+  corsOrigins: string[];
   /** SIWE_MAX_AGE_SECONDS: how old a SIWE `issuedAt` may be. */
   siweMaxAgeSeconds: number;
   /** ETH_RPC_URL: Ethereum JSON-RPC endpoint used to verify EIP-1271 (smart-contract wallet) signatures. */
@@ -60,6 +62,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     redisClusterNodes: list(env, "REDIS_CLUSTER_NODES"),
     apiKeys: list(env, "API_KEYS"),
     siweDomains: list(env, "SIWE_DOMAINS"),
+    corsOrigins: list(env, "CORS_ORIGINS"),
     siweMaxAgeSeconds: integer(env, "SIWE_MAX_AGE_SECONDS", 24 * 3600, 1, 365 * 24 * 3600),
     ethRpcUrl: text(env, "ETH_RPC_URL"),
     rateLimitPerSecond: integer(env, "RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
@@ -75,6 +78,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   for (const seed of config.redisClusterNodes) {
     if (!/^[^:\s]+:\d{1,5}$/.test(seed)) {
       throw new ConfigError(`REDIS_CLUSTER_NODES: "${seed}" is not host:port`);
+    }
+  }
+  for (const origin of config.corsOrigins) {
+    // A browser sends its origin without a path or a trailing slash; anything else would never match.
+    if (origin !== "*" && !/^https?:\/\/[^/\s?#]+$/.test(origin)) {
+      throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example or http://localhost:3000, nor *`);
     }
   }
   return Object.freeze(config);

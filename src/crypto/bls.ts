@@ -1,7 +1,7 @@
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import type { Fp2 } from "@noble/curves/abstract/tower.js";
 import type { WeierstrassPoint } from "@noble/curves/abstract/weierstrass.js";
-import { hexToBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 
 /**
  * The BLS12-381 pieces every part of the threshold scheme shares: the groups, the scalar field, the
@@ -57,7 +57,7 @@ export function decodeG2(bytes: Uint8Array | string, what: string): G2Point {
 export function decodeScalar(bytes: Uint8Array | string, what: string): bigint {
   const raw = toBytes(bytes, what);
   if (raw.length !== Fr.BYTES) throw new EncodingError(`${what} must be ${Fr.BYTES} bytes`);
-  const value = BigInt(`0x${Buffer.from(raw).toString("hex")}`);
+  const value = BigInt(`0x${bytesToHex(raw)}`);
   if (value === 0n || value >= Fr.ORDER) throw new EncodingError(`${what} is not a non-zero scalar below r`);
   return value;
 }

@@ -3,9 +3,9 @@ import type { Readable, Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import { createSiweVerifier } from "../auth/siwe.js";
 import { loadConfig } from "../config/config.js";
-import { decryptResult, fetchKeyNetwork } from "./client.js";
+import { decryptResult, fetchKeyNetwork } from "../client/decrypt.js";
 import type { EncryptedPayload } from "./encryptor.js";
-import { readKeyShare } from "./key-network.js";
+import { readKeyShare } from "./key-network-file.js";
 import { startKeyNode } from "./key-node.js";
 import { NETWORK_FILE, dealKeyNetwork, shareFileName, writeKeyNetwork } from "./keygen.js";
 
@@ -98,7 +98,7 @@ Options:
   --host H       interface to bind (default: HOST, else 0.0.0.0)
   -h, --help     show this help
 
-Environment: SIWE_DOMAINS, SIWE_MAX_AGE_SECONDS (default 86400), ETH_RPC_URL, LOG_LEVEL, as for
+Environment: CORS_ORIGINS, SIWE_DOMAINS, SIWE_MAX_AGE_SECONDS (default 86400), ETH_RPC_URL, LOG_LEVEL, as for
 'relgraph serve'.
 `;
 
@@ -126,6 +126,7 @@ export async function runKeynode(argv: string[], io: CommandIo = PROCESS_IO): Pr
       verifier,
       port,
       host: values.host ?? config.host,
+      corsOrigins: config.corsOrigins,
       logger: { level: config.logLevel, stream: io.stderr },
     });
     io.stdout.write(

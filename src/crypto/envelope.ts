@@ -1,22 +1,16 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, randomBytes } from "node:crypto";
+import { IV_BYTES } from "./envelope-open.js";
 
 /**
  * The payload half of the envelope: AES-256-GCM under a random 32-byte key, carried as
  * base64(12-byte IV ‖ ciphertext ‖ 16-byte tag). Only the key goes through the threshold scheme.
+ * Opening lives in envelope-open.ts, free of Node built-ins, so that browsers share it.
  */
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
+export { PayloadDecryptionError, openPayload } from "./envelope-open.js";
+
 /** AES-256 key length, and so the length of what the threshold scheme encrypts. */
 export const PAYLOAD_KEY_BYTES = 32;
-
-/** Thrown when a sealed payload is malformed or fails authentication. */
-export class PayloadDecryptionError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "PayloadDecryptionError";
-  }
-}
 
 /** A fresh random payload key. */
 export function newPayloadKey(): Uint8Array {
@@ -29,17 +23,4 @@ export function sealPayload(key: Uint8Array, plaintext: Uint8Array): string {
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64");
-}
-
-/** Opens base64(iv ‖ ct ‖ tag) under `key`. */
-export function openPayload(key: Uint8Array, sealed: string): Uint8Array {
-  const bytes = Buffer.from(sealed, "base64");
-  if (bytes.length < IV_BYTES + TAG_BYTES) throw new PayloadDecryptionError("encryptedString is too short");
-  const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
-  decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-  try {
-    return new Uint8Array(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]));
-  } catch {
-    throw new PayloadDecryptionError("encryptedString failed authentication: it was altered or belongs to another key");
-  }
 }

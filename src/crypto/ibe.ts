@@ -1,7 +1,7 @@
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { shake128 } from "@noble/hashes/sha3.js";
-import { concatBytes, randomBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, concatBytes, randomBytes } from "@noble/hashes/utils.js";
 import { Fr, G1_BASE, decodeG1, decodeG2, hashIdentity, pairingBytes, type G2Point } from "./bls.js";
 
 /**
@@ -82,7 +82,7 @@ function parseCiphertext(ciphertext: Uint8Array) {
 /** blsful's hash-to-scalar: HKDF-SHA256(IKM ‖ 0x00, salt, I2OSP(48, 2)) → 48 bytes, big-endian, mod r. */
 function hashToScalar(ikm: Uint8Array): bigint {
   const okm = hkdf(sha256, concatBytes(ikm, Uint8Array.of(0)), SALT, INFO, 48);
-  const scalar = Fr.create(BigInt(`0x${Buffer.from(okm).toString("hex")}`));
+  const scalar = Fr.create(BigInt(`0x${bytesToHex(okm)}`));
   // blsful retries on zero; with probability 2⁻²⁵⁵ that is better treated as a broken RNG.
   if (scalar === 0n) throw new Error("hash to scalar produced zero");
   return scalar;

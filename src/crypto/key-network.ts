@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { EncodingError, G1_BASE, decodeG1, decodeScalar, encodeScalar } from "./bls.js";
 import { MAX_NODES, interpolatePoints } from "./shamir.js";
@@ -115,16 +114,6 @@ export function parseKeyShare(value: unknown): KeyShare {
   return { index: node.index, secretShare: bytesToHex(encodeScalar(secret)), network };
 }
 
-/** Reads and validates a key-network.json. */
-export async function readPublicKeyNetwork(file: string): Promise<PublicKeyNetwork> {
-  return parsePublicKeyNetwork(await readJson(file));
-}
-
-/** Reads and validates a node-<i>.share.json. */
-export async function readKeyShare(file: string): Promise<KeyShare> {
-  return parseKeyShare(await readJson(file));
-}
-
 /** A node's absolute base URL; relative node URLs are resolved against the server's URL. */
 export function resolveNodeUrl(node: KeyNodeInfo, serverUrl?: string): string {
   try {
@@ -133,20 +122,6 @@ export function resolveNodeUrl(node: KeyNodeInfo, serverUrl?: string): string {
     throw new KeyNetworkError(
       `key node ${node.index}'s url "${node.url}" is not absolute and there is no server URL to resolve it against`,
     );
-  }
-}
-
-async function readJson(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    throw new KeyNetworkError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}`, { cause: error });
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new KeyNetworkError(`${file} is not JSON`);
   }
 }
 

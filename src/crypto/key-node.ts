@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from "fastify";
 import { RelgraphError } from "../domain/errors.js";
+import { registerCors } from "../web/cors.js";
 import { decodeScalar, hashIdentity } from "./bls.js";
 import { signDecryptionShare } from "./decryption-share.js";
 import { conditionsFromJson, encryptionIdentity, onlySignerAddress } from "./identity.js";
@@ -102,6 +103,8 @@ export interface StartKeyNodeOptions extends KeyNodeOptions {
   port: number;
   host: string;
   logger?: FastifyServerOptions["logger"];
+  /** CORS_ORIGINS: origins whose pages may ask this node for shares (a dApp decrypts in the browser). */
+  corsOrigins?: readonly string[];
 }
 
 /** A running standalone key node. */
@@ -122,6 +125,7 @@ const CLOSE_GRACE_MS = 2000;
 /** Runs a key node as its own server (`relgraph keynode`). */
 export async function startKeyNode(options: StartKeyNodeOptions): Promise<RunningKeyNode> {
   const app = Fastify({ logger: options.logger ?? false });
+  await registerCors(app, options.corsOrigins ?? []);
   await app.register(keyNodeRoutes, { share: options.share, verifier: options.verifier });
   const url = await app.listen({ port: options.port, host: options.host });
   return {

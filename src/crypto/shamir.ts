@@ -1,4 +1,4 @@
-import { randomBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { Fr } from "./bls.js";
 
 /**
@@ -31,7 +31,7 @@ interface GroupPoint<P> {
 export function randomScalar(): bigint {
   for (;;) {
     // 48 bytes reduced mod r: the bias is below 2⁻¹²⁸.
-    const value = Fr.create(BigInt(`0x${Buffer.from(randomBytes(48)).toString("hex")}`));
+    const value = Fr.create(BigInt(`0x${bytesToHex(randomBytes(48))}`));
     if (value !== 0n) return value;
   }
 }

@@ -1,66 +1,43 @@
 /**
- * The flow a dApp follows for the two encrypted operations: sign a SIWE authorization with the
- * user's wallet, call relgraph with it, and decrypt the result through the key network.
+ * The flow a dApp follows for the two encrypted operations, with relgraph/client (the same client a
+ * browser dApp bundles, and the one /demo uses): sign a SIWE authorization with the user's wallet,
+ * call relgraph with it, and decrypt the result through the key network.
  *
  *   npx relgraph serve                       # in another terminal (demo data, dev key network)
- *   node dist/src/examples/dapp-flow.js [SERVER_URL] [API_KEY]
+ *   node dist/src/examples/dapp-flow.js [SERVER_URL] [API_KEY] [rest|connect|grpc-web]
  *
  * It signs as demo user u1 (Alice), whose private key is public by design (src/ingest/demo-wallet.ts).
  */
-import { SiweMessage } from "siwe";
 import { Wallet } from "ethers";
-import { decryptResult, fetchKeyNetwork } from "../crypto/client.js";
+import { createRelgraphClient, type Protocol } from "../client/index.js";
 import { demoWallet } from "../ingest/demo-wallet.js";
 
 const server = process.argv[2] ?? "http://127.0.0.1:8080";
 const apiKey = process.argv[3] ?? process.env.RELGRAPH_API_KEY ?? "relgraph-dev-key";
-
-/** Signs an EIP-4361 message with `statement` for `wallet`, valid for one hour. */
-async function authorize(wallet: Wallet, statement: string) {
-  const now = new Date();
-  const message = new SiweMessage({
-    domain: new URL(server).host,
-    address: wallet.address,
-    statement,
-    uri: server,
-    version: "1",
-    chainId: 1,
-    nonce: Math.random().toString(36).slice(2, 12).padEnd(10, "0"),
-    issuedAt: now.toISOString(),
-    expirationTime: new Date(now.getTime() + 3600_000).toISOString(),
-  }).prepareMessage();
-  return { sig: await wallet.signMessage(message), message };
-}
-
-/** Calls a REST operation and returns the envelope, failing loudly on an error code. */
-async function call(path: string, params: Record<string, string>) {
-  const response = await fetch(`${server}/api/v1/${path}?${new URLSearchParams(params)}`, { headers: { ApiKey: apiKey } });
-  const envelope = (await response.json()) as { code: string; desc: string; data: unknown; cursor?: string };
-  if (envelope.code !== "0") throw new Error(`${path}: ${envelope.code} ${envelope.desc}`);
-  return envelope;
-}
+const protocol = (process.argv[4] ?? "rest") as Protocol;
 
 async function main() {
+  // An ethers Wallet is a MessageSigner; in a browser, eip1193Signer(window.ethereum) is one too.
   const wallet = new Wallet(demoWallet(1).privateKey);
-  const network = await fetchKeyNetwork(server);
-  const decrypt = async (data: unknown, auth: { sig: string; message: string }) =>
-    JSON.parse(new TextDecoder().decode(await decryptResult(data as never, { network, serverUrl: server, ...auth })));
+  const client = createRelgraphClient({ baseUrl: server, apiKey, protocol });
+  const me = { address: wallet.address };
 
-  const profileAuth = await authorize(wallet, "Access to User Profile.");
-  const profile = await call("profile", { address: wallet.address, ...profileAuth });
-  console.log("profile:", await decrypt(profile.data, profileAuth));
+  const profileAuth = await client.authorize("profile", wallet);
+  console.log("profile:", await client.decryptedProfile(me, profileAuth));
 
   // One authorization serves every page of the chain until it expires.
-  const graphAuth = await authorize(wallet, "Access to Relationship Graph.");
+  const graphAuth = await client.authorize("relationshipGraph", wallet);
   let cursor = "";
   let page = 0;
   do {
-    const envelope = await call("relationshipGraph", { address: wallet.address, ...graphAuth, limit: "25", cursor });
-    const entries = (await decrypt(envelope.data, graphAuth)) as { relation: { relationId: string }; description: string }[];
+    const answer = await client.decryptedRelationshipGraph(me, graphAuth, { limit: 25, cursor });
     page += 1;
-    console.log(`relationship graph page ${page}: ${entries.length} entries, first ${entries[0]?.relation.relationId ?? "-"}`);
-    cursor = envelope.cursor ?? "";
+    console.log(`relationship graph page ${page}: ${answer.data.length} entries, first ${answer.data[0]?.relation.relationId ?? "-"}`);
+    cursor = answer.cursor;
   } while (cursor !== "");
+
+  const recommendations = await client.multiDimensionalRecommendation(me, { limit: 3 });
+  for (const user of recommendations.data) console.log(`recommended: ${user.relationId.name}: ${user.description}`);
 }
 
 main().catch((err: unknown) => {

@@ -1,10 +1,11 @@
-import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   MultiDimensionalRecommendationResponseSchema,
   MutualContractInteractionResponseSchema,
   MutualFriendResponseSchema,
   ProfileResponseSchema,
+  RelationService,
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidArgumentError } from "../domain/errors.js";
@@ -24,6 +25,8 @@ import {
 /** One REST route: a path, the codec of its request message, the RPC, and the response schema. */
 interface Route<Res extends DescMessage> {
   path: string;
+  /** The RPC it transcodes onto; web/openapi.ts describes the route from it. */
+  method: DescMethod;
   call: (service: RelationServiceMethods, query: Query) => Promise<MessageInitShape<Res>>;
   response: Res;
 }
@@ -32,9 +35,10 @@ const route = <Res extends DescMessage>(r: Route<Res>) => r as unknown as Route<
 
 /** The route table: every REST path of the spec and the RPC it transcodes onto. */
 export const REST_ROUTES: readonly Route<DescMessage>[] = [
-  route({ path: "/api/v1/profile", call: (s, q) => s.profile(decodeProfile(q)), response: ProfileResponseSchema }),
+  route({ path: "/api/v1/profile", method: RelationService.method.profile, call: (s, q) => s.profile(decodeProfile(q)), response: ProfileResponseSchema }),
   route({
     path: "/api/v1/relationshipGraph",
+    method: RelationService.method.relationshipGraph,
     call: (s, q) => s.relationshipGraph(decodeRelationshipGraph(q)),
     response: RelationshipGraphResponseSchema,
   }),
@@ -42,13 +46,15 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
   ...["/api/v1/multi-dimensional-recommendation", "/api/v1/multiDimensionalRecommendation"].map((path) =>
     route({
       path,
+      method: RelationService.method.multiDimensionalRecommendation,
       call: (s, q) => s.multiDimensionalRecommendation(decodeRecommendation(q)),
       response: MultiDimensionalRecommendationResponseSchema,
     }),
   ),
-  route({ path: "/api/v1/mutualFriend", call: (s, q) => s.mutualFriend(decodeMutualFriend(q)), response: MutualFriendResponseSchema }),
+  route({ path: "/api/v1/mutualFriend", method: RelationService.method.mutualFriend, call: (s, q) => s.mutualFriend(decodeMutualFriend(q)), response: MutualFriendResponseSchema }),
   route({
     path: "/api/v1/mutualContractInteraction",
+    method: RelationService.method.mutualContractInteraction,
     call: (s, q) => s.mutualContractInteraction(decodeMutualContractInteraction(q)),
     response: MutualContractInteractionResponseSchema,
   }),

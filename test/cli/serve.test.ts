@@ -54,6 +54,13 @@ describe("relgraph serve", () => {
       const network = (await (await fetch(`${served.url}/key-network`)).json()) as { threshold: number; nodes: unknown[] };
       expect(network).toMatchObject({ threshold: 2 });
       expect(network.nodes).toHaveLength(3);
+      // The pages a person opens in a browser on a fresh serve.
+      expect(served.output.join("\n")).toContain(`${served.url}/demo`);
+      for (const page of ["/demo", "/docs", "/web/demo.js", "/openapi.json"]) {
+        const answer = await fetch(`${served.url}${page}`);
+        expect(`${page} ${answer.status}`).toBe(`${page} 200`);
+        await answer.arrayBuffer();
+      }
     } finally {
       // A keep-alive connection is still open (fetch's pool): shutdown must not wait on it.
       served.child.kill("SIGTERM");

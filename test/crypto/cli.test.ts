@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDecrypt, runKeygen, runKeynode, type CommandIo } from "../../src/crypto/cli.js";
-import { readKeyShare, readPublicKeyNetwork } from "../../src/crypto/key-network.js";
+import { readKeyShare, readPublicKeyNetwork } from "../../src/crypto/key-network-file.js";
 
 let dir: string;
 beforeAll(async () => {

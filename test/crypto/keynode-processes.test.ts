@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashIdentity } from "../../src/crypto/bls.js";
-import { decryptResult } from "../../src/crypto/client.js";
+import { decryptResult } from "../../src/client/decrypt.js";
 import { encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
 import { createThresholdEncryptor, type EncryptedPayload } from "../../src/crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";

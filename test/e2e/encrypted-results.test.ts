@@ -13,7 +13,7 @@ import {
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { loadConfig } from "../../src/config/config.js";
-import { decryptResult, fetchKeyNetwork } from "../../src/crypto/client.js";
+import { decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
 import type { EncryptedPayload } from "../../src/crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";

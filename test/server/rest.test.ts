@@ -2,7 +2,7 @@ import type { ClientHttp2Session } from "node:http2";
 import { getAddress } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../../src/auth/siwe.js";
-import { decryptResult, fetchKeyNetwork } from "../../src/crypto/client.js";
+import { decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
 import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";
 import { createStore } from "../../src/store/index.js";
 import {

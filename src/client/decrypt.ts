@@ -1,15 +1,16 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
-import { G1_BASE, decodeG1, hashIdentity, pairingsEqual } from "./bls.js";
-import { combineDecryptionShares, decodeDecryptionShare, verifyDecryptionShare, type DecryptionShare } from "./decryption-share.js";
-import type { EncryptedPayload } from "./encryptor.js";
-import { openPayload } from "./envelope.js";
-import { decryptKey } from "./ibe.js";
-import { conditionsFromJson, encryptionIdentity } from "./identity.js";
-import { parsePublicKeyNetwork, resolveNodeUrl, type KeyNodeInfo, type PublicKeyNetwork } from "./key-network.js";
+import { G1_BASE, decodeG1, hashIdentity, pairingsEqual } from "../crypto/bls.js";
+import { combineDecryptionShares, decodeDecryptionShare, verifyDecryptionShare, type DecryptionShare } from "../crypto/decryption-share.js";
+import type { EncryptedPayload } from "../crypto/encryptor.js";
+import { base64ToBytes, openPayload } from "../crypto/envelope-open.js";
+import { decryptKey } from "../crypto/ibe.js";
+import { conditionsFromJson, encryptionIdentity } from "../crypto/identity.js";
+import { parsePublicKeyNetwork, resolveNodeUrl, type KeyNodeInfo, type PublicKeyNetwork } from "../crypto/key-network.js";
 
 /**
- * The client side of encrypted results (used by `relgraph decrypt` and by any Node client): ask the
+ * The client side of encrypted results, in browsers and Node alike (`relgraph decrypt`, the examples
+ * and the demo dApp all use it): ask the
  * key nodes for decryption shares with the caller's SIWE authorization, trust none of them until it
  * passes its pairing check, combine a threshold of them and open the envelope.
  */
@@ -90,7 +91,7 @@ export async function decryptResult(encrypted: EncryptedPayload, options: Decryp
   }
   let key: Uint8Array;
   try {
-    key = decryptKey(Buffer.from(payload.encryptedSymmetricKey, "base64"), sigma);
+    key = decryptKey(base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey"), sigma);
   } catch (error) {
     throw new DecryptionError(`encryptedSymmetricKey does not decrypt: ${reason(error)}`, { cause: error });
   }

@@ -3,7 +3,7 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSiweVerifier } from "../../src/auth/siwe.js";
 import { hashIdentity } from "../../src/crypto/bls.js";
-import { DecryptionError, decryptResult, fetchKeyNetwork } from "../../src/crypto/client.js";
+import { DecryptionError, decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
 import { encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
 import { createDevKeyNetwork, type DevKeyNetwork } from "../../src/crypto/dev-network.js";
 import { createThresholdEncryptor, type EncryptedPayload } from "../../src/crypto/encryptor.js";

@@ -1,0 +1,30 @@
+/**
+ * `relgraph/client`: the browser (and Node) client of relgraph. It has no Node built-ins;
+ * test/client/bundle.test.ts bundles it for the browser to keep it that way.
+ */
+export {
+  createRelgraphClient,
+  eip1193Signer,
+  RelgraphClientError,
+  type Authorization,
+  type AuthorizeOptions,
+  type Eip1193Provider,
+  type EncryptedData,
+  type Game,
+  type MessageSigner,
+  type Page,
+  type PageRequest,
+  type Profile,
+  type Protocol,
+  type Relation,
+  type RelationshipGraphEntry,
+  type RelgraphClient,
+  type RelgraphClientOptions,
+  type Social,
+  type UserInfo,
+  type UserRef,
+  type UserRefs,
+} from "./relgraph-client.js";
+export { DecryptionError, decryptResult, fetchKeyNetwork, type DecryptResultOptions } from "./decrypt.js";
+export { createSiweMessage, STATEMENTS, toChecksumAddress, type AuthorizedOperation, type SiweMessageOptions } from "./siwe-message.js";
+export type { PublicKeyNetwork, KeyNodeInfo } from "../crypto/key-network.js";
