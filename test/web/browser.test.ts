@@ -98,12 +98,8 @@ describe.each(["rest", "connect", "grpc-web"] as const)("the demo dApp over %s",
     const rows = await page.$$eval("#graph-rows tr", (trs) =>
       trs.map((tr) => Object.fromEntries([...tr.querySelectorAll("td")].map((td) => [td.dataset.field, td.textContent]))),
     );
-    // Usernames compare case-insensitively: ingestion on main stores them lowercased, which the
-    // contract forbids (display case); that is ingestion's to fix, and was reported.
-    const caseless = (row: Record<string, string | null | undefined>) => ({ ...row, social: row.social?.toLowerCase() });
-    expect(rows.map(caseless)).toEqual(
-      expected.graph.map((entry) => caseless({ ...entry, address: entry.address.join(" ") })),
-    );
+    // Usernames exactly as ingested (display case).
+    expect(rows).toEqual(expected.graph.map((entry) => ({ ...entry, address: entry.address.join(" ") })));
     expect(rows.length).toBeGreaterThan(0);
 
     // Mutual friends with the first friend, and recommendations: what relgraph answers for them.
