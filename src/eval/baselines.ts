@@ -94,7 +94,7 @@ export class BaselineRanker {
       case "personalized PageRank":
         return this.pageRank(user, excluded, max);
       default:
-        return this.twoHop(method, user, excluded, max);
+        return this.twoHop(method, method === "Jaccard", user, excluded, max);
     }
   }
 
@@ -120,14 +120,24 @@ export class BaselineRanker {
     return ranked;
   }
 
+  /**
+   * Candidates by Σ degree(w)^-exponent over their common neighbours w with `user`: 0 is common
+   * neighbours, 1 resource allocation. What the evaluation's --tune option sweeps to choose
+   * relgraph's rarity weight on validation splits.
+   */
+  rankByRarity(exponent: number, user: number, excluded: Exclusion, max: number): number[] {
+    return this.twoHop((degree) => degree ** -exponent, false, user, excluded, max);
+  }
+
   /** The neighbourhood-overlap indices: every path user–w–c adds w's contribution to c. */
-  private twoHop(method: Baseline, user: number, excluded: Exclusion, max: number): number[] {
+  private twoHop(weightOf: Baseline | ((degree: number) => number), jaccard: boolean, user: number, excluded: Exclusion, max: number): number[] {
     const { graph, score } = this;
     const stamp = ++this.stamp;
     let touched = 0;
     for (const w of graph.neighboursOf(user)) {
       const degree = graph.degree(w);
-      const weight = method === "Adamic-Adar" ? 1 / Math.log(degree) : method === "resource allocation" ? 1 / degree : 1;
+      const weight =
+        typeof weightOf === "function" ? weightOf(degree) : weightOf === "Adamic-Adar" ? 1 / Math.log(degree) : weightOf === "resource allocation" ? 1 / degree : 1;
       for (const c of graph.neighboursOf(w)) {
         if (excluded.marks[c] === excluded.stamp) continue;
         if (this.seen[c] !== stamp) {
@@ -138,7 +148,7 @@ export class BaselineRanker {
         score[c]! += weight;
       }
     }
-    if (method === "Jaccard") {
+    if (jaccard) {
       const userDegree = graph.degree(user);
       for (let i = 0; i < touched; i++) {
         const c = this.touched[i]!;

@@ -35,6 +35,9 @@ Options:
   --users N        evaluate at most N users per seed, sampled (default: all with a hidden edge)
   --bootstrap N    bootstrap resamples per interval (default 1000)
   --json FILE      also write the report as JSON
+  --validation     evaluate on a validation split: each seed's test edges are removed unseen and
+                   the hidden edges drawn from the rest (for choosing weights)
+  --tune B,B,...   also rank by the sum of degree^-B over common neighbours, one row per B
   -h, --help       show this help
 `;
 
@@ -73,6 +76,8 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
         users: { type: "string", default: "0" },
         bootstrap: { type: "string", default: "1000" },
         json: { type: "string" },
+        validation: { type: "boolean" },
+        tune: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -106,6 +111,8 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
       k,
       maxUsers,
       resamples,
+      validation: values.validation ?? false,
+      tuneExponents: values.tune?.split(",").map(Number) ?? [],
       onProgress: ({ seed, done, total, perSecond }) =>
         io.stderr.write(`seed ${seed}/${seeds}: ${done}/${total} users, ${perSecond.toFixed(0)} users/s\n`),
     });

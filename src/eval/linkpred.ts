@@ -25,6 +25,13 @@ export interface LinkPredOptions {
   maxUsers: number;
   /** Bootstrap resamples of each interval. */
   resamples: number;
+  /**
+   * Evaluate on a validation split: each seed's test edges are removed from the data unseen, and
+   * the edges hidden are drawn from the rest. For choosing weights without looking at test edges.
+   */
+  validation?: boolean;
+  /** Also rank by Σ degree^-exponent over common neighbours, one row per exponent (see --tune). */
+  tuneExponents?: readonly number[];
   /** Called about once a second while users are evaluated. */
   onProgress?: (progress: { seed: number; done: number; total: number; perSecond: number }) => void;
 }
@@ -71,10 +78,12 @@ const MAX_RANKED = DEFAULT_RECOMMENDATION_LIMITS.maxResults;
  */
 export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkPredReport> {
   const started = performance.now();
-  const data = await loadGraph(options.files);
-  const pool = options.edges === "friends" ? data.friends : data.follows;
+  const fullData = await loadGraph(options.files);
+  let data = fullData;
+  let pool = options.edges === "friends" ? data.friends : data.follows;
   if (pool.length === 0) throw new LinkPredDataError(`the data has no ${options.edges === "friends" ? "friend" : "follow"} edges to hide`);
-  const names = [RELGRAPH, RELGRAPH_UNBOUNDED, ...BASELINES];
+  const tuned = (options.tuneExponents ?? []).map((exponent) => ({ exponent, name: `rarity d^-${exponent}` }));
+  const names = [RELGRAPH, RELGRAPH_UNBOUNDED, ...BASELINES, ...tuned.map((row) => row.name)];
   const values = new Map(names.map((name) => [name, METRICS.map(() => [] as number[])]));
   const ceiling: number[] = [];
   let hiddenEdges = 0;
@@ -82,10 +91,20 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
 
   for (let seed = 1; seed <= options.seeds; seed++) {
     const prng = createPrng(`linkpred:${seed}`);
-    const hidden = new Uint8Array(pool.length);
+    data = fullData;
+    pool = options.edges === "friends" ? data.friends : data.follows;
+    let hidden = new Uint8Array(pool.length);
     const hiddenCount = Math.max(1, Math.round(pool.length * options.hide));
     for (const i of sample(pool.length, hiddenCount, prng)) hidden[i] = 1;
-    hiddenEdges += hiddenCount;
+    if (options.validation) {
+      // The test edges leave the data; the validation edges are a share of what is left.
+      const kept = pool.filter((_, i) => !hidden[i]);
+      data = withEdges(fullData, options.edges, kept);
+      pool = options.edges === "friends" ? data.friends : data.follows;
+      hidden = new Uint8Array(pool.length);
+      for (const i of sample(pool.length, Math.max(1, Math.round(pool.length * options.hide)), prng)) hidden[i] = 1;
+    }
+    hiddenEdges += hidden.reduce((sum, bit) => sum + bit, 0);
 
     const training = trainingGraph(data, options.edges, hidden);
     const store = createMemoryStore();
@@ -136,6 +155,7 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
         record(names[s]!, ranked.filter((node) => exclusion.marks[node] !== exclusion.stamp));
       }
       for (const method of BASELINES) record(method, ranker.rank(method, user, exclusion, MAX_RANKED));
+      for (const { exponent, name } of tuned) record(name, ranker.rankByRarity(exponent, user, exclusion, MAX_RANKED));
 
       const now = performance.now();
       if (now - lastReport >= 1000) {
@@ -156,7 +176,7 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
     seeds: options.seeds,
     k: options.k,
     nodes: data.nodes,
-    edgeCount: pool.length,
+    edgeCount: (options.edges === "friends" ? fullData.friends : fullData.follows).length,
     hiddenEdges,
     users,
     twoHopCeiling: bootstrapMean(Float64Array.from(ceiling), options.resamples, resample),
@@ -294,6 +314,17 @@ async function loadGraph(files: readonly string[]): Promise<LoadedGraph> {
     }
   }
   return graph;
+}
+
+/** The graph with only the `kept` edges (indices into its columns) of the kind `edges`; the other kind stays whole. */
+function withEdges(data: LoadedGraph, edges: "friends" | "follows", kept: readonly number[]): LoadedGraph {
+  const [a, b] = edges === "friends" ? [data.friendA, data.friendB] : [data.followFrom, data.followTo];
+  const keptA = kept.map((i) => a[i]!);
+  const keptB = kept.map((i) => b[i]!);
+  const indices = kept.map((_, i) => i);
+  return edges === "friends"
+    ? { ...data, friendA: keptA, friendB: keptB, friends: indices }
+    : { ...data, followFrom: keptA, followTo: keptB, follows: indices };
 }
 
 function identityOf(record: Record<string, unknown>, where: string): Identity {
