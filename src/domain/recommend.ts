@@ -23,10 +23,16 @@ export const SIGNAL_WEIGHTS: Readonly<Record<Signal, number>> = {
  * How fast an occurrence loses weight with the size of the set it comes from: a friend of
  * everyone, an account everyone follows or a contract everyone touches says little about who two
  * users are to each other (Adamic-Adar and resource allocation discount the same way; 0 would be a
- * plain count, 1 resource allocation). Chosen on validation splits of real graphs (bench/README.md,
- * "Recommendation quality"), never on their test edges.
+ * plain count, 1 resource allocation). Chosen on validation splits of real graphs, never on their
+ * test edges (bench/README.md, "Recommendation quality").
  */
-export const RARITY_EXPONENT = 0.75;
+export const RARITY_EXPONENTS: Readonly<Record<Signal, number>> = {
+  mutualFriends: 0.75,
+  sharedNfts: 0.75,
+  sharedContracts: 0.75,
+  sharedFollowings: 0.75,
+  sharedFollowers: 0.75,
+};
 
 /** Integer weights keep every score exact, so equal evidence ties exactly whatever the order of summing. */
 const WEIGHT_SCALE = 2 ** 14;
@@ -37,7 +43,7 @@ const WEIGHT_SCALE = 2 ** 14;
  * rarity. At least 1, so that every occurrence counts.
  */
 export function occurrenceWeight(signal: Signal, setSize: number): number {
-  return Math.max(1, Math.round(WEIGHT_SCALE * SIGNAL_WEIGHTS[signal] * Math.max(2, setSize) ** -RARITY_EXPONENT));
+  return Math.max(1, Math.round(WEIGHT_SCALE * SIGNAL_WEIGHTS[signal] * Math.max(2, setSize) ** -RARITY_EXPONENTS[signal]));
 }
 
 /** A ranked candidate: its score and its counts per signal, in SIGNALS order. */
