@@ -142,7 +142,8 @@ export function formatReport(report: LinkPredReport): string {
     "",
     `2-hop ceiling (hidden edges whose ends share a neighbour): ${interval(report.twoHopCeiling)}`,
     `Recall@${k}, relgraph / Adamic-Adar: ${interval(report.recallVsAdamicAdar, 2)}`,
-    `Recall@${k}, relgraph / relgraph with no hub skip: ${interval(report.recallKeptByHubSkip, 4)}`,
+    `Recall@${k} kept when hubs are skipped (no member budget / no bounds): ${interval(report.recallKeptByHubSkip, 4)}`,
+    `Recall@${k} kept by all bounds as served (relgraph / no bounds): ${interval(report.recallKeptByBounds, 4)}`,
     "",
   ];
   return lines.join("\n");

@@ -5,7 +5,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readGraphTool, readNostrSocialGraph, toJsonLines } from "../../src/eval/datasets.js";
 import { formatReport } from "../../src/eval/cli.js";
-import { RELGRAPH, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
+import { RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
 import { scoreRanking } from "../../src/eval/metrics.js";
 
 const SAMPLE = new URL("../fixtures/nostr-follows-sample.jsonl", import.meta.url).pathname;
@@ -39,6 +39,7 @@ describe("link prediction on a real sample", () => {
     const names = report.methods.map((row) => row.name);
     expect(names).toEqual([
       RELGRAPH,
+      RELGRAPH_NO_BUDGET,
       RELGRAPH_UNBOUNDED,
       "random",
       "preferential attachment",
@@ -59,6 +60,8 @@ describe("link prediction on a real sample", () => {
     }
     // On a graph this small no set reaches a bound: skipping hubs changes nothing.
     expect(recall(RELGRAPH).mean).toBe(recall(RELGRAPH_UNBOUNDED).mean);
+    expect(recall(RELGRAPH_NO_BUDGET).mean).toBe(recall(RELGRAPH_UNBOUNDED).mean);
+    expect(report.recallKeptByHubSkip.mean).toBe(1);
     // Structure beats chance by far on a real graph, for relgraph as for the classic indices.
     expect(recall(RELGRAPH).mean).toBeGreaterThan(recall("random").mean + 0.1);
     expect(report.methods[0]!.metrics.auc.mean).toBeGreaterThan(0.6);
