@@ -107,7 +107,7 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   // scores stay below 2^31 and slots below 2^22, exactly within a double.
   const bySlot = new Float64Array(kept);
   for (let slot = 0, at = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) bySlot[at++] = slot;
-  if (kept <= MAX_KEYED_SLOT) {
+  if (candidates - 1 <= MAX_KEYED_SLOT) {
     for (let i = 0; i < kept; i++) bySlot[i] = (best - scores[bySlot[i]!]!) * (MAX_KEYED_SLOT + 1) + bySlot[i]!;
     bySlot.sort();
     for (let i = 0; i < kept; i++) bySlot[i] = bySlot[i]! % (MAX_KEYED_SLOT + 1);
