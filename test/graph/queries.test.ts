@@ -97,13 +97,14 @@ describe("recommendation bounds", () => {
     });
     expect(await (await queriesOver(records, { maxNeighbourSet: 3 })).recommend("a")).toEqual([]);
     const open = await (await queriesOver(records, { maxNeighbourSet: 4 })).recommend("a");
+    // A follower in common weighs more than an account both follow (SIGNAL_WEIGHTS).
     expect(open).toEqual([
-      "s1: 1 account both follow",
-      "s2: 1 account both follow",
-      "s3: 1 account both follow",
       "t1: 1 follower in common",
       "t2: 1 follower in common",
       "t3: 1 follower in common",
+      "s1: 1 account both follow",
+      "s2: 1 account both follow",
+      "s3: 1 account both follow",
     ]);
   });
 

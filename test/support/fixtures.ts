@@ -172,13 +172,13 @@ export const EXPECTED = {
 
   /**
    * alice's recommendations, best first. Each occurrence weighs its signal (mutual friend 3, NFT 2,
-   * contract 1, followed account 1, common follower 1) discounted by the size of the set it comes
-   * from (occurrenceWeight). Friends of alice (bob … ivan) are excluded.
+   * contract 1, follower in common 1, followed account 0.1) discounted by the size of the set it
+   * comes from (occurrenceWeight). Friends of alice (bob … ivan) are excluded.
    * - judy: friend of carol (5 friends) and dave (4): 2 mutual friends
    * - olivia: C3 (via alice#1) and N1, both with 2 holders, outweigh mallory's one mutual friend,
-   *   heidi, and niaj's two contracts (C1, C2), and sybil's two followed accounts (rupert, victor)
-   * - peggy: N1; rupert, xena: followed by walter, who follows alice; trent, walter: follow rupert,
-   *   who has more followers than walter follows users
+   *   heidi, then niaj's two contracts (C1, C2), and peggy's N1
+   * - rupert, xena: followed by walter, who follows alice
+   * - sybil: follows rupert and victor, as alice does; trent, walter: follow rupert
    * Not listed: victor (only followed), yuri (no signal), the stranger EOA (no user), bob (friend).
    */
   aliceRecommendations: [
@@ -186,10 +186,10 @@ export const EXPECTED = {
     ["olivia", "1 contract both interacted with, 1 NFT collection both hold"],
     ["mallory", "1 mutual friend"],
     ["niaj", "2 contracts both interacted with"],
-    ["sybil", "2 accounts both follow"],
     ["peggy", "1 NFT collection both hold"],
     ["rupert", "1 follower in common"],
     ["xena", "1 follower in common"],
+    ["sybil", "2 accounts both follow"],
     ["trent", "1 account both follow"],
     ["walter", "1 account both follow"],
   ] satisfies [UserName, string][],
