@@ -191,6 +191,38 @@ describe("recommendation hydration", () => {
   });
 });
 
+describe("recommendation reads", () => {
+  it("reads the relationIds of a page in one store call when no scores tie", async () => {
+    // c_i is a friend of a's friends f1 … f_i: six candidates, six distinct scores, six runs.
+    const fs = ["f1", "f2", "f3", "f4", "f5", "f6"];
+    const cs = ["c1", "c2", "c3", "c4", "c5", "c6"];
+    const friends: [string, string][] = [...fs.map((f): [string, string] => ["a", f])];
+    cs.forEach((c, i) => fs.slice(0, i + 1).forEach((f) => friends.push([f, c])));
+    const store = createMemoryStore();
+    let reads = 0;
+    const counting = new Proxy(store, {
+      get: (target, name, receiver) =>
+        name === "relationIds"
+          ? (ids: number[]) => {
+              reads++;
+              return target.relationIds(ids);
+            }
+          : Reflect.get(target, name, receiver),
+    });
+    const { queries, idOf } = await queriesOver(graph({ users: ["a", ...fs, ...cs], friends }), {}, counting);
+    const a = await idOf("a");
+    reads = 0;
+    const whole = await queries.recommendations(a, { limit: 10, cursor: "" });
+    expect(whole.items.map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
+    expect(reads).toBe(1);
+    reads = 0;
+    const first = await queries.recommendations(a, { limit: 3, cursor: "" });
+    const rest = await queries.recommendations(a, { limit: 3, cursor: first.cursor });
+    expect([...first.items, ...rest.items].map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
+    expect(reads).toBe(2);
+  });
+});
+
 describe("recommendation snapshots", () => {
   const base = graph({ users: ["a", "b", "c", "d", "m"], friends: [["a", "m"], ["m", "b"], ["m", "c"], ["m", "d"]] });
   const newcomer = graph({ users: ["n"], friends: [["a", "n"], ["n", "b"]] });
