@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { setFlagsFromString } from "node:v8";
 import { runDecrypt, runKeygen, runKeynode } from "../crypto/cli.js";
+import { runEval } from "../eval/cli.js";
 import { runGenerate, runIngest } from "../ingest/cli.js";
 import { runKeys } from "./keys.js";
 import { runServe } from "./serve.js";
@@ -15,6 +16,7 @@ Commands:
   keygen --threshold T --nodes N --out DIR   deal a threshold key network
   keynode --share FILE            run one key node of a network
   decrypt --server URL --sig SIG --message-file FILE   decrypt an EncryptedData read on stdin
+  eval linkpred|convert           measure recommendation quality on held-out edges
 
 Run "relgraph <command> --help" for a command's options. Configuration comes from the environment;
 see README.md ("Configuration").
@@ -30,6 +32,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   keygen: (argv) => runKeygen(argv, io),
   keynode: (argv) => runKeynode(argv, io),
   decrypt: (argv) => runDecrypt(argv, io),
+  eval: (argv) => runEval(argv, io),
 };
 
 /**

@@ -7,17 +7,48 @@ export const SIGNALS = ["mutualFriends", "sharedContracts", "sharedNfts", "share
 export type Signal = (typeof SIGNALS)[number];
 
 /**
- * How much one occurrence of each signal adds to a score. A mutual friend is the strongest evidence
- * of a real-world tie; holding the same NFT collection says more than touching the same contract,
- * since contract interactions are dominated by shared infrastructure.
+ * How much each signal weighs before rarity. A mutual friend is the strongest evidence of a
+ * real-world tie; holding the same NFT collection says more than touching the same contract, since
+ * contract interactions are dominated by shared infrastructure. Following the same accounts says
+ * little of whom one follows, being followed by the same people much more: on validation splits of
+ * a real follow graph, the weight of an account both follow was best near 0 (bench/README.md).
  */
 export const SIGNAL_WEIGHTS: Readonly<Record<Signal, number>> = {
   mutualFriends: 3,
   sharedNfts: 2,
   sharedContracts: 1,
-  sharedFollowings: 1,
+  sharedFollowings: 0.1,
   sharedFollowers: 1,
 };
+
+/**
+ * How fast an occurrence loses weight with the size of the set it comes from: a friend of
+ * everyone, an account everyone follows or a contract everyone touches says little about who two
+ * users are to each other (Adamic-Adar and resource allocation discount the same way; 0 would be a
+ * plain count, 1 resource allocation). Chosen on validation splits of real graphs, never on their
+ * test edges (bench/README.md, "Recommendation quality"). A follower in common discounts less: on
+ * the follow graph 0.25 and 0.5 did as well as each other and better than 0.75, and below 0.5 a
+ * follower who follows hundreds would outweigh a mutual friend.
+ */
+export const RARITY_EXPONENTS: Readonly<Record<Signal, number>> = {
+  mutualFriends: 0.75,
+  sharedNfts: 0.75,
+  sharedContracts: 0.75,
+  sharedFollowings: 0.75,
+  sharedFollowers: 0.5,
+};
+
+/** Integer weights keep every score exact, so equal evidence ties exactly whatever the order of summing. */
+const WEIGHT_SCALE = 2 ** 14;
+
+/**
+ * What one occurrence of `signal` adds to a score, when it comes from a set of `setSize` members
+ * (the shared friend's friends, the shared asset's holders, …): the signal's weight, discounted by
+ * rarity. At least 1, so that every occurrence counts.
+ */
+export function occurrenceWeight(signal: Signal, setSize: number): number {
+  return Math.max(1, Math.round(WEIGHT_SCALE * SIGNAL_WEIGHTS[signal] * Math.max(2, setSize) ** -RARITY_EXPONENTS[signal]));
+}
 
 /** A ranked candidate: its score and its counts per signal, in SIGNALS order. */
 export interface Candidate {
@@ -32,8 +63,9 @@ export type SignalSets = { readonly [S in Signal]: readonly ArrayLike<UserId>[] 
 /**
  * Tallies every occurrence of every signal per candidate, skipping `excluded` (the user and their
  * friends), and ranks the contenders for the top `max`: everyone scoring at least the max-th best
- * score, so that ties at the cutoff are all kept for the relationId tie-break. The cutoff comes from
- * a histogram of scores, in linear time, without sorting every candidate.
+ * score, so that ties at the cutoff are all kept for the relationId tie-break. Each occurrence
+ * weighs occurrenceWeight of its set's size. The cutoff comes from a selection in linear time, and
+ * only the contenders are sorted.
  */
 export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Ranking {
   let occurrences = excluded.length;
@@ -45,9 +77,12 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   // per candidate: a call sees thousands of candidates.
   const ids = new Float64Array(occurrences);
   const counts = new Int32Array(occurrences * SIGNALS.length);
+  const scores = new Float64Array(occurrences);
   let candidates = 0;
   SIGNALS.forEach((signal, offset) => {
     for (const set of sets[signal]) {
+      // The weight depends only on the set, so it costs one power per set, not per member.
+      const weight = occurrenceWeight(signal, set.length);
       for (let i = 0; i < set.length; i++) {
         const id = set[i]!;
         let slot = slots.slotOf(id);
@@ -58,58 +93,88 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
           ids[slot] = id;
         }
         counts[slot * SIGNALS.length + offset]! += 1;
+        scores[slot]! += weight;
       }
     }
   });
 
-  const scores = new Int32Array(candidates);
   let best = 0;
-  const width = SIGNALS.length;
-  const weights = WEIGHTS;
-  for (let slot = 0, at = 0; slot < candidates; slot++, at += width) {
-    let score = 0;
-    for (let i = 0; i < width; i++) score += counts[at + i]! * weights[i]!;
-    scores[slot] = score;
-    if (score > best) best = score;
-  }
-  // runStart[best - score]: where that score's run begins, best first; the last entry is the total.
-  const runStart = new Int32Array(best + 2);
-  for (let slot = 0; slot < candidates; slot++) runStart[best - scores[slot]! + 1]! += 1;
-  for (let run = 1; run < runStart.length; run++) runStart[run]! += runStart[run - 1]!;
-  let kept = candidates;
-  for (let run = 1; run < runStart.length; run++) {
-    if (runStart[run]! >= max) {
-      kept = runStart[run]!;
-      break;
-    }
-  }
-
-  // Each run in ascending id order, a canonical order that needs no lookup: the ids are sorted
-  // natively, and their slots found again through the table.
-  const ordered = new Float64Array(kept);
-  const next = runStart.slice();
   for (let slot = 0; slot < candidates; slot++) {
-    const at = next[best - scores[slot]!]!++;
-    if (at < kept) ordered[at] = ids[slot]!;
+    scores[slot] = Math.min(scores[slot]!, MAX_SCORE);
+    if (scores[slot]! > best) best = scores[slot]!;
   }
+  const cutoff = candidates <= max ? 0 : kthLargest(scores.slice(0, candidates), max);
+  let kept = 0;
+  for (let slot = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) kept++;
+
+  // Contenders by descending score: one native sort of keys that pack (best - score, slot), since
+  // scores stay below 2^31 and slots below 2^22, exactly within a double.
+  const bySlot = new Float64Array(kept);
+  for (let slot = 0, at = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) bySlot[at++] = slot;
+  if (candidates - 1 <= MAX_KEYED_SLOT) {
+    for (let i = 0; i < kept; i++) bySlot[i] = (best - scores[bySlot[i]!]!) * (MAX_KEYED_SLOT + 1) + bySlot[i]!;
+    bySlot.sort();
+    for (let i = 0; i < kept; i++) bySlot[i] = bySlot[i]! % (MAX_KEYED_SLOT + 1);
+  } else {
+    bySlot.sort((a, b) => scores[b]! - scores[a]!);
+  }
+  // Each run of equal score in ascending id order, a canonical order that needs no lookup: the ids
+  // are sorted natively, and their slots found again through the table.
+  const ordered = new Float64Array(kept);
+  for (let i = 0; i < kept; i++) ordered[i] = ids[bySlot[i]!]!;
   const ranking = new Uint32Array(kept * RANKED_WORDS);
-  for (let run = 0; run + 1 < runStart.length && runStart[run]! < kept; run++) {
-    const ranked = ordered.subarray(runStart[run]!, Math.min(runStart[run + 1]!, kept)).sort();
-    for (let i = 0; i < ranked.length; i++) {
-      const id = ranked[i]!;
+  for (let start = 0; start < kept; ) {
+    const score = scores[bySlot[start]!]!;
+    let end = start + 1;
+    while (end < kept && scores[bySlot[end]!] === score) end++;
+    const run = ordered.subarray(start, end).sort();
+    for (let i = 0; i < run.length; i++) {
+      const id = run[i]!;
       const slot = slots.slotOf(id);
-      const at = (runStart[run]! + i) * RANKED_WORDS;
+      const at = (start + i) * RANKED_WORDS;
       ranking[at] = Math.floor(id / 2 ** 32);
       ranking[at + 1] = id % 2 ** 32;
-      ranking[at + 2] = scores[slot]!;
+      ranking[at + 2] = score;
       for (let s = 0; s < SIGNALS.length; s++) ranking[at + 3 + s] = counts[slot * SIGNALS.length + s]!;
     }
+    start = end;
   }
   return new Ranking(ranking);
 }
 
-/** SIGNAL_WEIGHTS in SIGNALS order. */
-const WEIGHTS = Int32Array.from(SIGNALS, (signal) => SIGNAL_WEIGHTS[signal]);
+/** Scores are capped here, far above any real one, so that the sort keys of tallyContenders stay exact. */
+const MAX_SCORE = 2 ** 31 - 1;
+
+/** The largest slot a sort key of tallyContenders can pack. */
+const MAX_KEYED_SLOT = 2 ** 22 - 1;
+
+/**
+ * The k-th largest of `values` (1-based), by quickselect: linear on average, and it reorders
+ * `values`, which is a scratch copy.
+ */
+function kthLargest(values: Float64Array, k: number): number {
+  let low = 0;
+  let high = values.length - 1;
+  const target = k - 1;
+  while (low < high) {
+    const pivot = values[(low + high) >>> 1]!;
+    let i = low;
+    let j = high;
+    while (i <= j) {
+      while (values[i]! > pivot) i++;
+      while (values[j]! < pivot) j--;
+      if (i <= j) {
+        const swap = values[i]!;
+        values[i++] = values[j]!;
+        values[j--] = swap;
+      }
+    }
+    if (target <= j) high = j;
+    else if (target >= i) low = i;
+    else return values[target]!;
+  }
+  return values[target]!;
+}
 
 /** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
 const RANKED_WORDS = 3 + SIGNALS.length;

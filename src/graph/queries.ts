@@ -166,10 +166,11 @@ export class GraphQueries {
     let more = false;
     // Run by run of equal score, from the run of the last user served: each run in relationId order.
     let position = after === null ? 0 : firstScoreAtMost(ranking, after.score, served);
+    const readAhead = readRelationIdsAhead(this.store, ranking, page.limit + 1, served);
     while (position < served && !more) {
       let end = position + 1;
       while (end < ranking.length && ranking.score(end) === ranking.score(position)) end++;
-      const relationIds = await this.store.relationIds(ranking.ids(position, end));
+      const relationIds = await readAhead(position, end);
       // The chain stops at `served` entries: a run across the cut keeps its first by relationId.
       const run = relationIds
         .map((relationId, i) => ({ position: position + i, relationId }))
@@ -314,6 +315,25 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
 /** The sets that were read: one that grew past its bound since it was sized comes back null, and is skipped. */
 async function readSets(sets: Promise<(ArrayLike<UserId> | null)[]>): Promise<ArrayLike<UserId>[]> {
   return (await sets).filter((set) => set !== null);
+}
+
+/**
+ * The relationIds of ranking positions [from, to), read a page ahead: weighted scores rarely tie, so
+ * most runs hold one user, and a read per run would cost a page a store round trip per user. A read
+ * covers `ahead` positions (within `served`), widened to the end of the run it stops in.
+ */
+function readRelationIdsAhead(store: GraphStore, ranking: Ranking, ahead: number, served: number) {
+  let readFrom = 0;
+  let read: string[] = [];
+  return async (from: number, to: number): Promise<string[]> => {
+    if (from < readFrom || to > readFrom + read.length) {
+      let end = Math.max(to, Math.min(from + ahead, served));
+      while (end < ranking.length && ranking.score(end) === ranking.score(end - 1)) end++;
+      read = await store.relationIds(ranking.ids(from, end));
+      readFrom = from;
+    }
+    return read.slice(from - readFrom, to - readFrom);
+  };
 }
 
 /** The first position of `ranking` (before `end`) whose score is at most `score`: scores descend. */

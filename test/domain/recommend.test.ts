@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   SIGNALS,
-  SIGNAL_WEIGHTS,
   describeCandidate,
+  occurrenceWeight,
   Ranking,
   tallyContenders,
   type SignalSets,
@@ -40,13 +40,14 @@ describe("recommendation scoring", () => {
     );
     const found = byId(contenders);
     expect([...found.keys()].sort()).toEqual([3, 4, 5]);
-    expect(found.get(3)).toEqual({ counts: counts({ mutualFriends: 2, sharedNfts: 1 }), score: 2 * 3 + 2 });
-    expect(found.get(4)).toEqual({ counts: counts({ mutualFriends: 1 }), score: 3 });
-    expect(found.get(5)).toEqual({ counts: counts({ sharedNfts: 1, sharedFollowers: 1 }), score: 3 });
+    const w = occurrenceWeight;
+    expect(found.get(3)).toEqual({ counts: counts({ mutualFriends: 2, sharedNfts: 1 }), score: w("mutualFriends", 3) + w("mutualFriends", 2) + w("sharedNfts", 2) });
+    expect(found.get(4)).toEqual({ counts: counts({ mutualFriends: 1 }), score: w("mutualFriends", 3) });
+    expect(found.get(5)).toEqual({ counts: counts({ sharedNfts: 1, sharedFollowers: 1 }), score: w("sharedNfts", 2) + w("sharedFollowers", 1) });
   });
 
   it("keeps every contender that can still make the top max once ties are broken", () => {
-    // id 1 scores 3; id 2 scores 2; ids 3 and 4 score 1 each.
+    // id 1 scores most (a mutual friend); id 2 next (two contracts); ids 3 and 4 tie (one contract each).
     const input = sets({ mutualFriends: [[1]], sharedContracts: [[2, 3, 4], [2]] });
     const ids = (max: number) => {
       const ranking = tallyContenders([], input, max);
@@ -58,7 +59,7 @@ describe("recommendation scoring", () => {
     expect(ids(4)).toEqual([1, 2, 3, 4]);
   });
 
-  it("tallies thousands of candidates, sparse and colliding ids, exactly as a plain count does", () => {
+  it("tallies thousands of candidates, sparse and colliding ids, exactly as a plain weighted count does", () => {
     // Ids spread over the whole safe-integer range, many of them multiples of a power of two (which
     // collide in a naive hash), against a Map-based count of the same occurrences.
     const rng = createPrng("tally");
@@ -67,33 +68,38 @@ describe("recommendation scoring", () => {
     const input = sets(
       Object.fromEntries(SIGNALS.map((signal) => [signal, Array.from({ length: 20 }, () => pool.filter(() => rng.next() < 0.1))])),
     );
-    const expected = new Map<number, number[]>();
+    const expected = new Map<number, { counts: number[]; score: number }>();
     SIGNALS.forEach((signal, s) => {
       for (const set of input[signal]) {
         for (const id of Array.from(set)) {
           if (excluded.includes(id)) continue;
-          const row = expected.get(id) ?? SIGNALS.map(() => 0);
-          row[s]! += 1;
+          const row = expected.get(id) ?? { counts: SIGNALS.map(() => 0), score: 0 };
+          row.counts[s]! += 1;
+          row.score += occurrenceWeight(signal, set.length);
           expected.set(id, row);
         }
       }
     });
     const found = byId(tallyContenders(excluded, input, expected.size));
     expect(found.size).toBe(expected.size);
-    for (const [id, row] of expected) {
-      expect(found.get(id)).toEqual({ counts: row, score: row.reduce((sum, n, s) => sum + n * SIGNAL_WEIGHTS[SIGNALS[s]!], 0) });
-    }
+    for (const [id, row] of expected) expect(found.get(id)).toEqual(row);
+    // And the order: by score, ties by id, with the cutoff keeping whole runs of ties.
+    const ranked = [...expected].sort(([a, x], [b, y]) => y.score - x.score || a - b).map(([id]) => id);
+    const top = tallyContenders(excluded, input, 100);
+    const cutoff = expected.get(ranked[99]!)!.score;
+    expect(top.ids(0, top.length)).toEqual(ranked.filter((id) => expected.get(id)!.score >= cutoff));
   });
 
   it("ranks by descending score then ascending id, and serves each page's ties by ascending relationId", () => {
-    // Scores: 7 → 5 (a mutual friend and an NFT); 40 and 3 → 3; 2 ** 40 and 9 → 2; 1 → 1.
+    // Scores: 7 (a mutual friend and an NFT); 40 and 3 (a mutual friend each); 2 ** 40 and 9 (an NFT each); 1 (a contract).
     const ranking = tallyContenders(
       [],
       sets({ mutualFriends: [[40], [7, 3]], sharedNfts: [[7, 2 ** 40, 9]], sharedContracts: [[1]] }),
       10,
     );
     expect(ranking.ids(0, ranking.length)).toEqual([7, 3, 40, 9, 2 ** 40, 1]);
-    expect([0, 1, 2, 3, 4, 5].map((i) => ranking.score(i))).toEqual([5, 3, 3, 2, 2, 1]);
+    const [friend, nft, contract] = [occurrenceWeight("mutualFriends", 2), occurrenceWeight("sharedNfts", 3), occurrenceWeight("sharedContracts", 1)];
+    expect([0, 1, 2, 3, 4, 5].map((i) => ranking.score(i))).toEqual([friend + nft, friend, friend, nft, nft, contract]);
     // Positions 1..2 tie at 3, 3..4 at 2: a window is widened to the whole runs it overlaps.
     expect(ranking.tieSpan(0, 1)).toEqual([0, 1]);
     expect(ranking.tieSpan(0, 2)).toEqual([0, 3]);
@@ -107,9 +113,32 @@ describe("recommendation scoring", () => {
     // "bob" < "u9"; "a" < "u10" as strings.
     expect(served(0, 6).map((c) => c.id)).toEqual([7, 40, 3, 2 ** 40, 9, 1]);
     expect(served(2, 4).map((c) => c.id)).toEqual([3, 2 ** 40]);
-    expect(served(1, 2)).toEqual([{ id: 40, score: 3, counts: counts({ mutualFriends: 1 }) }]);
-    expect(served(0, 1)).toEqual([{ id: 7, score: 5, counts: counts({ mutualFriends: 1, sharedNfts: 1 }) }]);
+    expect(served(1, 2)).toEqual([{ id: 40, score: friend, counts: counts({ mutualFriends: 1 }) }]);
+    expect(served(0, 1)).toEqual([{ id: 7, score: friend + nft, counts: counts({ mutualFriends: 1, sharedNfts: 1 }) }]);
     expect(served(4, 4)).toEqual([]);
+  });
+
+  it("weighs an occurrence by the rarity of its set: a friend of few, or a niche asset, counts more", () => {
+    const hub = Array.from({ length: 500 }, (_, i) => 1000 + i);
+    const ranking = tallyContenders(
+      [],
+      sets({
+        // 10 shares one friend who has 4 friends; 11 shares two friends with 500 friends each.
+        mutualFriends: [[10, 20, 21, 22], [11, ...hub], [11, ...hub.map((id) => id + 500)]],
+        // 12 holds a collection of 10 holders; 13 touched a contract with 500 holders.
+        sharedNfts: [[12, 30, 31, 32, 33, 34, 35, 36, 37, 38]],
+        sharedContracts: [[13, ...hub.map((id) => id + 2000)]],
+      }),
+      2000,
+    );
+    const position = (id: number) => ranking.ids(0, ranking.length).indexOf(id);
+    expect(position(10)).toBeLessThan(position(11));
+    expect(position(12)).toBeLessThan(position(13));
+    expect(ranking.counts(position(11))).toEqual(counts({ mutualFriends: 2 }));
+    // The weights themselves: falling with size, never below 1, and a set of 1 weighs as one of 2.
+    expect(occurrenceWeight("mutualFriends", 2)).toBeGreaterThan(occurrenceWeight("mutualFriends", 3));
+    expect(occurrenceWeight("sharedContracts", 1e12)).toBe(1);
+    expect(occurrenceWeight("sharedNfts", 1)).toBe(occurrenceWeight("sharedNfts", 2));
   });
 
   it("packs a ranking into bytes and back unchanged, and refuses bytes that cannot be one", () => {

@@ -4,7 +4,7 @@ import { InvalidCursorError, UserNotFoundError } from "../../src/domain/errors.j
 import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries, type RecommendationLimits } from "../../src/graph/queries.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
-import { describeCandidate, SIGNALS, SIGNAL_WEIGHTS } from "../../src/domain/recommend.js";
+import { describeCandidate, occurrenceWeight, SIGNALS } from "../../src/domain/recommend.js";
 import { createPrng } from "../../src/ingest/prng.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
@@ -58,7 +58,8 @@ describe("recommendation bounds", () => {
     const bounded = await queriesOver(assets("interactions"), { maxAssetHolders: 3 });
     expect(await bounded.recommend("a")).toEqual(["e: 1 contract both interacted with"]);
     const atBound = await queriesOver(assets("interactions"), { maxAssetHolders: 4 });
-    expect(await atBound.recommend("a")).toEqual(["b", "c", "d", "e"].map((u) => `${u}: 1 contract both interacted with`));
+    // e shares the rarer contract (two holders, not four), so it ranks first.
+    expect(await atBound.recommend("a")).toEqual(["e", "b", "c", "d"].map((u) => `${u}: 1 contract both interacted with`));
   });
 
   it("an NFT collection held by more than maxAssetHolders users contributes no candidates", async () => {
@@ -84,7 +85,8 @@ describe("recommendation bounds", () => {
     const bounded = await queriesOver(hub, { maxNeighbourSet: 3 });
     expect(await bounded.recommend("a")).toEqual(["z: 1 mutual friend"]);
     const atBound = await queriesOver(hub, { maxNeighbourSet: 4 });
-    expect(await atBound.recommend("a")).toEqual(["p", "q", "r", "z"].map((u) => `${u}: 1 mutual friend`));
+    // z's mutual friend f has two friends, the hub four: the rarer tie ranks first.
+    expect(await atBound.recommend("a")).toEqual(["z", "p", "q", "r"].map((u) => `${u}: 1 mutual friend`));
   });
 
   it("does not expand a followed celebrity or a follower with more than maxNeighbourSet members", async () => {
@@ -95,25 +97,26 @@ describe("recommendation bounds", () => {
     });
     expect(await (await queriesOver(records, { maxNeighbourSet: 3 })).recommend("a")).toEqual([]);
     const open = await (await queriesOver(records, { maxNeighbourSet: 4 })).recommend("a");
+    // A follower in common weighs more than an account both follow (SIGNAL_WEIGHTS).
     expect(open).toEqual([
-      "s1: 1 account both follow",
-      "s2: 1 account both follow",
-      "s3: 1 account both follow",
       "t1: 1 follower in common",
       "t2: 1 follower in common",
       "t3: 1 follower in common",
+      "s1: 1 account both follow",
+      "s2: 1 account both follow",
+      "s3: 1 account both follow",
     ]);
   });
 
   it("ends the chain after maxResults users, the best ones", async () => {
     const capped = await queriesOver(hub, { maxResults: 2 });
-    expect(await capped.recommend("a", 1)).toEqual(["p: 1 mutual friend", "q: 1 mutual friend"]);
+    expect(await capped.recommend("a", 1)).toEqual(["z: 1 mutual friend", "p: 1 mutual friend"]);
   });
 });
 
 describe("recommendation order", () => {
-  it("pages through the same chain a brute-force count gives: by score, ties by relationId, cut at maxResults", async () => {
-    // A dense random graph with few score values, so that long runs of ties straddle pages and the cutoff.
+  it("pages through the same chain a brute-force weighted count gives: by score, ties by relationId, cut at maxResults", async () => {
+    // A dense random graph with many equal scores, so that runs of ties straddle pages and the cutoff.
     const rng = createPrng("recommendation-order");
     const users = Array.from({ length: 60 }, (_, i) => `u${(i * 37) % 60}`);
     const pairs = <T>(count: number, pick: () => T) => Array.from({ length: count }, pick);
@@ -139,20 +142,23 @@ describe("recommendation order", () => {
     const followers = setsOf(spec.follows.map(([from, to]) => [to, from] as [string, string]));
     const contracts = setsOf(spec.interactions);
     const nfts = setsOf(spec.nfts);
-    const common = <T>(x: Set<T>, y: Set<T>) => [...x].filter((item) => y.has(item)).length;
+    const common = <T>(x: Set<T>, y: Set<T>) => [...x].filter((item) => y.has(item));
+    // Each shared item weighs by the size of the set it is read from: its friends, its holders, its followers…
+    const sizeIn = <T>(sets: Map<string, Set<T>>, item: T) => [...sets.values()].filter((set) => set.has(item)).length;
     const expected = (u: string) =>
       users
         .filter((c) => c !== u && !friends.get(u)!.has(c))
         .map((c) => {
-          const counts = {
-            mutualFriends: common(friends.get(u)!, friends.get(c)!),
-            sharedContracts: common(contracts.get(u)!, contracts.get(c)!),
-            sharedNfts: common(nfts.get(u)!, nfts.get(c)!),
-            sharedFollowings: common(following.get(u)!, following.get(c)!),
-            sharedFollowers: common(followers.get(u)!, followers.get(c)!),
+          const shared = {
+            mutualFriends: common(friends.get(u)!, friends.get(c)!).map((w) => friends.get(w)!.size),
+            sharedContracts: common(contracts.get(u)!, contracts.get(c)!).map((k) => sizeIn(contracts, k)),
+            sharedNfts: common(nfts.get(u)!, nfts.get(c)!).map((k) => sizeIn(nfts, k)),
+            sharedFollowings: common(following.get(u)!, following.get(c)!).map((w) => followers.get(w)!.size),
+            sharedFollowers: common(followers.get(u)!, followers.get(c)!).map((w) => following.get(w)!.size),
           };
-          const row = SIGNALS.map((signal) => counts[signal]);
-          return { c, row, score: SIGNALS.reduce((sum, signal) => sum + counts[signal] * SIGNAL_WEIGHTS[signal], 0) };
+          const row = SIGNALS.map((signal) => shared[signal].length);
+          const score = SIGNALS.reduce((sum, signal) => shared[signal].reduce((total, size) => total + occurrenceWeight(signal, size), sum), 0);
+          return { c, row, score };
         })
         .filter(({ score }) => score > 0)
         .sort((x, y) => y.score - x.score || (x.c < y.c ? -1 : 1))
@@ -182,6 +188,38 @@ describe("recommendation hydration", () => {
     vanished = await idOf("b");
     const page = await queries.recommendations(await idOf("a"), { limit: 10, cursor: "" });
     expect(page.items.map((item) => `${item.user.relationId}: ${item.description}`)).toEqual(["c: 1 mutual friend"]);
+  });
+});
+
+describe("recommendation reads", () => {
+  it("reads the relationIds of a page in one store call when no scores tie", async () => {
+    // c_i is a friend of a's friends f1 … f_i: six candidates, six distinct scores, six runs.
+    const fs = ["f1", "f2", "f3", "f4", "f5", "f6"];
+    const cs = ["c1", "c2", "c3", "c4", "c5", "c6"];
+    const friends: [string, string][] = [...fs.map((f): [string, string] => ["a", f])];
+    cs.forEach((c, i) => fs.slice(0, i + 1).forEach((f) => friends.push([f, c])));
+    const store = createMemoryStore();
+    let reads = 0;
+    const counting = new Proxy(store, {
+      get: (target, name, receiver) =>
+        name === "relationIds"
+          ? (ids: number[]) => {
+              reads++;
+              return target.relationIds(ids);
+            }
+          : Reflect.get(target, name, receiver),
+    });
+    const { queries, idOf } = await queriesOver(graph({ users: ["a", ...fs, ...cs], friends }), {}, counting);
+    const a = await idOf("a");
+    reads = 0;
+    const whole = await queries.recommendations(a, { limit: 10, cursor: "" });
+    expect(whole.items.map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
+    expect(reads).toBe(1);
+    reads = 0;
+    const first = await queries.recommendations(a, { limit: 3, cursor: "" });
+    const rest = await queries.recommendations(a, { limit: 3, cursor: first.cursor });
+    expect([...first.items, ...rest.items].map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
+    expect(reads).toBe(2);
   });
 });
 

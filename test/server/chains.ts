@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { restGet, walkChain, type Params } from "./http.js";
-import { parseDescription, scoreOf } from "./reference.js";
+import { parseDescription } from "./reference.js";
 
 /** One served UserInfo, as REST shows it. */
 export interface ServedUser {
@@ -50,15 +50,14 @@ export function expectAscending(items: readonly ServedUser[]): void {
 }
 
 /**
- * Asserts the recommendation order from the descriptions alone: each parses to signal counts, and
- * the scores they imply never rise along the chain, ties in ascending relationId.
+ * Asserts what the descriptions alone can show of a recommendation chain: no user twice, and every
+ * description a non-empty reason that parses to signal counts. The order itself depends on how rare
+ * each shared item is, which descriptions do not say; tests check it against referenceRecommendations.
  */
 export function expectRecommendationOrder(items: readonly ServedUser[]): void {
   expectDistinct(items);
-  const keyed = items.map((item) => ({ id: item.relationId.relationId, score: scoreOf(parseDescription(item.description ?? "")) }));
-  for (let i = 1; i < keyed.length; i++) {
-    const [a, b] = [keyed[i - 1]!, keyed[i]!];
-    const inOrder = a.score > b.score || (a.score === b.score && a.id < b.id);
-    expect(inOrder, `${a.id} (${a.score}) before ${b.id} (${b.score})`).toBe(true);
+  for (const item of items) {
+    const counts = parseDescription(item.description ?? "");
+    expect(counts.some((n) => n > 0), `${item.relationId.relationId}: "${item.description}"`).toBe(true);
   }
 }

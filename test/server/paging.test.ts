@@ -50,7 +50,7 @@ describe("paging the hand-written fixture", () => {
     const recSecond = await restGet(server.url, RECOMMENDATION, { address: addr("alice"), limit: 4, cursor: recFirst.body.cursor });
     const recAgain = await restGet(server.url, RECOMMENDATION, { address: addr("alice"), limit: 4, cursor: recFirst.body.cursor });
     expect(recAgain.text).toBe(recSecond.text);
-    expect(relationIds(recSecond.body.data)).toEqual(["peggy", "sybil", "rupert", "trent"]);
+    expect(relationIds(recSecond.body.data)).toEqual(["peggy", "rupert", "xena", "sybil"]);
   });
 
   it("lets a later page use another limit: the cursor holds the position, not the page size", async () => {

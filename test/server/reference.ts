@@ -1,4 +1,4 @@
-import { SIGNALS, SIGNAL_WEIGHTS } from "../../src/domain/recommend.js";
+import { occurrenceWeight, SIGNALS } from "../../src/domain/recommend.js";
 import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../src/graph/queries.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 
@@ -112,6 +112,7 @@ export function referenceRecommendations(
   const friends = own(graph.friends, graph.friends, limits.maxNeighbourSet, "friends");
   const excluded = new Set([user, ...friends]);
   const counts = new Map<string, number[]>();
+  const scores = new Map<string, number>();
   const tally = (slot: number, members: ReadonlySet<string>, cap: number) => {
     if (members.size > cap) return;
     for (const member of members) {
@@ -119,6 +120,7 @@ export function referenceRecommendations(
       let row = counts.get(member);
       if (!row) counts.set(member, (row = SIGNALS.map(() => 0)));
       row[slot]! += 1;
+      scores.set(member, (scores.get(member) ?? 0) + occurrenceWeight(SIGNALS[slot]!, members.size));
     }
   };
   for (const friend of friends) tally(0, graph.friends.get(friend) ?? EMPTY, limits.maxNeighbourSet);
@@ -132,7 +134,7 @@ export function referenceRecommendations(
   for (const follower of own(graph.followers, graph.following, limits.maxNeighbourSet, "followers")) {
     tally(4, graph.following.get(follower) ?? EMPTY, limits.maxNeighbourSet);
   }
-  const ranked = [...counts].map(([relationId, row]) => ({ relationId, counts: row, score: scoreOf(row) }));
+  const ranked = [...counts].map(([relationId, row]) => ({ relationId, counts: row, score: scores.get(relationId)! }));
   ranked.sort((a, b) => b.score - a.score || (a.relationId < b.relationId ? -1 : 1));
   return ranked.slice(0, limits.maxResults);
 }
@@ -145,11 +147,6 @@ export function isModelable(graph: ReferenceGraph, user: string, limits: Recomme
   } catch {
     return false;
   }
-}
-
-/** The score of signal counts in SIGNALS order. */
-export function scoreOf(counts: readonly number[]): number {
-  return SIGNALS.reduce((sum, signal, i) => sum + (counts[i] ?? 0) * SIGNAL_WEIGHTS[signal], 0);
 }
 
 /** Human phrases of each signal as descriptions spell them, singular and plural. */

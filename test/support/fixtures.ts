@@ -171,25 +171,27 @@ export const EXPECTED = {
   } satisfies Record<string, UserName[]>,
 
   /**
-   * alice's recommendations, best first. Weights: mutual friend 3, NFT 2, contract 1, followed
-   * account 1, common follower 1. Friends of alice (bob … ivan) are excluded.
-   * - judy: friend of carol and dave → 2 mutual friends = 6
-   * - mallory: friend of heidi = 3; olivia: C3 (via alice#1) + N1 = 1 + 2 = 3 → tie, mallory first
-   * - niaj: C1 (alice#1) + C2 (alice#2) = 2; peggy: N1 = 2; sybil: follows rupert and victor = 2
-   * - rupert, xena: followed by walter, who follows alice = 1; trent, walter: follow rupert = 1
+   * alice's recommendations, best first. Each occurrence weighs its signal (mutual friend 3, NFT 2,
+   * contract 1, follower in common 1, followed account 0.1) discounted by the size of the set it
+   * comes from (occurrenceWeight). Friends of alice (bob … ivan) are excluded.
+   * - judy: friend of carol (5 friends) and dave (4): 2 mutual friends
+   * - olivia: C3 (via alice#1) and N1, both with 2 holders, outweigh mallory's one mutual friend,
+   *   heidi, then niaj's two contracts (C1, C2), and peggy's N1
+   * - rupert, xena: followed by walter, who follows alice
+   * - sybil: follows rupert and victor, as alice does; trent, walter: follow rupert
    * Not listed: victor (only followed), yuri (no signal), the stranger EOA (no user), bob (friend).
    */
   aliceRecommendations: [
     ["judy", "2 mutual friends"],
-    ["mallory", "1 mutual friend"],
     ["olivia", "1 contract both interacted with, 1 NFT collection both hold"],
+    ["mallory", "1 mutual friend"],
     ["niaj", "2 contracts both interacted with"],
     ["peggy", "1 NFT collection both hold"],
-    ["sybil", "2 accounts both follow"],
     ["rupert", "1 follower in common"],
+    ["xena", "1 follower in common"],
+    ["sybil", "2 accounts both follow"],
     ["trent", "1 account both follow"],
     ["walter", "1 account both follow"],
-    ["xena", "1 follower in common"],
   ] satisfies [UserName, string][],
 
   /** Mutual contract interaction (per address, not per user), lowercase ascending. */
