@@ -77,12 +77,31 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
   const { key, group, consumer } = options;
   const rejectedKey = `${key}:rejected`;
   const send = commands.send;
+  async function lag(): Promise<GroupLag | null> {
+    let groups: Reply[][];
+    try {
+      groups = (await send(key, ["XINFO", "GROUPS", key])) as Reply[][];
+    } catch (error) {
+      if (/no such key/i.test((error as Error).message)) return null;
+      throw error;
+    }
+    for (const info of groups) {
+      const map = new Map<string, Reply>();
+      for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
+      if (map.get("name") !== group) continue;
+      const undelivered = map.get("lag");
+      return { undelivered: undelivered == null ? null : Number(undelivered), pending: Number(map.get("pending") ?? 0) };
+    }
+    return null;
+  }
   return {
     key,
     group,
     consumer,
     rejectedKey,
     async ensureGroup(startId) {
+      // Looked up first: XGROUP CREATE is refused whenever Redis is out of memory, even for a group that exists.
+      if ((await lag()) !== null) return;
       try {
         await send(key, ["XGROUP", "CREATE", key, group, startId, "MKSTREAM"]);
       } catch (error) {
@@ -124,23 +143,7 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
     async reject(id, reason, fields) {
       await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
     },
-    async lag() {
-      let groups: Reply[][];
-      try {
-        groups = (await send(key, ["XINFO", "GROUPS", key])) as Reply[][];
-      } catch (error) {
-        if (/no such key/i.test((error as Error).message)) return null;
-        throw error;
-      }
-      for (const info of groups) {
-        const map = new Map<string, Reply>();
-        for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
-        if (map.get("name") !== group) continue;
-        const undelivered = map.get("lag");
-        return { undelivered: undelivered == null ? null : Number(undelivered), pending: Number(map.get("pending") ?? 0) };
-      }
-      return null;
-    },
+    lag,
     async close() {
       await Promise.all([reads.close(), commands.close()]);
     },
