@@ -72,7 +72,8 @@ describe("relgraph follow, its command line", () => {
           done();
         },
       });
-    return { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)), out: () => out, err: () => err } satisfies CliIo & object;
+    const captured: CliIo & { out(): string; err(): string } = { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)), out: () => out, err: () => err };
+    return captured;
   };
 
   it("prints help, refuses bad options, and needs a Redis", async () => {

@@ -47,7 +47,7 @@ export function startFollow(env: RedisEnv, args: string[]): Follower {
     }
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, logs, exited, stopped: () => logs.findLast((line) => line.msg === "stopped") };
+  return { child, logs, exited, stopped: () => [...logs].reverse().find((line) => line.msg === "stopped") };
 }
 
 /** Polls until `check` holds; fails with `what` after 30 s. */
