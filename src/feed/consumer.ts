@@ -238,10 +238,13 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     let bytes = sizeOf(entries);
     let full = entries.length === readCount;
     while (full && entries.length < unitEntries && bytes < unitBytes && !stopping) {
-      const more = await stream.read(Math.min(readCount, unitEntries - entries.length), 0);
-      entries.push(...more);
+      // Ask for as many entries as the unit has room for, judged by the size of those read so far.
+      const room = Math.floor(((unitBytes - bytes) * entries.length) / Math.max(1, bytes));
+      const count = Math.max(1, Math.min(unitEntries - entries.length, room));
+      const more = await stream.read(count, 0);
+      for (const entry of more) entries.push(entry);
       bytes += sizeOf(more);
-      full = more.length === readCount;
+      full = more.length === count;
     }
     return entries.length > 0 ? { entries, alone: false } : null;
   }

@@ -116,9 +116,8 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       return reply === null || reply.length === 0 ? [] : entriesOf(reply[0]![1]);
     },
     async ack(ids) {
-      for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) {
-        await send(key, ["XACK", key, group, ...ids.slice(i, i + IDS_PER_COMMAND)]);
-      }
+      // Sent at once: node-redis pipelines them.
+      await Promise.all(chunked(ids).map((part) => send(key, ["XACK", key, group, ...part])));
     },
     async pendingIdle(minIdleMs, count, holder) {
       const args = ["XPENDING", key, group, "IDLE", String(minIdleMs), "-", "+", String(count)];
@@ -127,18 +126,12 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       return reply.map(([id, owner, idleMs, deliveries]) => ({ id, consumer: owner, idleMs: Number(idleMs), deliveries: Number(deliveries) }));
     },
     async claim(ids, minIdleMs) {
-      const claimed: StreamEntry[] = [];
-      for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) {
-        const reply = (await send(key, ["XCLAIM", key, group, consumer, String(minIdleMs), ...ids.slice(i, i + IDS_PER_COMMAND)])) as Reply[];
-        // Redis 7 drops deleted entries from the pending list and leaves them out; older ones answer nil.
-        claimed.push(...entriesOf(reply.filter((item) => item !== null)));
-      }
-      return claimed;
+      const replies = await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, String(minIdleMs), ...part])));
+      // Redis 7 drops deleted entries from the pending list and leaves them out; older ones answer nil.
+      return replies.flatMap((reply) => entriesOf((reply as Reply[]).filter((item) => item !== null)));
     },
     async touch(ids) {
-      for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) {
-        await send(key, ["XCLAIM", key, group, consumer, "0", ...ids.slice(i, i + IDS_PER_COMMAND), "JUSTID"]);
-      }
+      await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, "0", ...part, "JUSTID"])));
     },
     async reject(id, reason, fields) {
       await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
@@ -148,6 +141,12 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       await Promise.all([reads.close(), commands.close()]);
     },
   };
+}
+
+function chunked(ids: readonly string[]): string[][] {
+  const parts: string[][] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) parts.push(ids.slice(i, i + IDS_PER_COMMAND));
+  return parts;
 }
 
 function entriesOf(items: Reply[]): StreamEntry[] {
