@@ -74,6 +74,7 @@ type Outcome =
 async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promise<Outcome> {
   const validator = createLoadValidator({ sources: entries.map((entry) => entry.id), maxErrors: ERRORS_PER_ROUND });
   entries.forEach((entry, source) => {
+    if (!entry.text.includes("\n")) return validator.addLine(entry.text, source, 1);
     let line = 0;
     for (const text of entry.text.split("\n")) validator.addLine(text, source, ++line);
   });

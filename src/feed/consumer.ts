@@ -28,6 +28,12 @@ export interface FeedConsumerOptions {
   claimIdleMs?: number;
   /** An entry delivered this many times (default 5) without being applied goes to the rejected stream. */
   maxDeliveries?: number;
+  /**
+   * Consumers of the group that hold nothing and have not read for this long (default 10 minutes,
+   * at least 10 × claimIdleMs) are removed from it, so that names of processes long gone (the
+   * default HOST-PID) do not pile up. A live consumer reads every blockMs.
+   */
+  forgetIdleMs?: number;
   /** How often progress is reported (default 1,000 ms). */
   progressMs?: number;
   onProgress?: (progress: FeedProgress) => void;
@@ -89,6 +95,7 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   const claimIdleMs = options.claimIdleMs ?? 30_000;
   const maxDeliveries = options.maxDeliveries ?? 5;
   const progressMs = options.progressMs ?? 1_000;
+  const forgetIdleMs = options.forgetIdleMs ?? Math.max(600_000, 10 * claimIdleMs);
   const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, lag: null, lastEntryAgeMs: null };
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -232,6 +239,15 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     return entries.length > 0 ? { entries, alone } : null;
   }
 
+  /** Removes consumers long gone that hold nothing. */
+  async function forgetGone(): Promise<void> {
+    for (const other of await stream.consumers()) {
+      if (other.name === stream.consumer || other.pending > 0 || other.idleMs < forgetIdleMs) continue;
+      await stream.forget(other.name);
+      logger?.info({ gone: other.name, idleMs: other.idleMs }, "removed a consumer gone from the group");
+    }
+  }
+
   /** New entries: one read that waits, then more without waiting while reads come back full. */
   async function readNew(): Promise<Unit | null> {
     const entries = await stream.read(readCount, blockMs);
@@ -276,6 +292,7 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
         // What this consumer held when it last stopped comes first, with the same care as claims.
         let resumed = false;
         let nextClaimAt = 0;
+        let nextForgetAt = 0;
         while (!stopping) {
           let unit: Unit | null = null;
           try {
@@ -286,6 +303,10 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
               unit = await claim(claimIdleMs, false);
               // After a take-over, look again at once: more may be waiting.
               nextClaimAt = unit === null ? Date.now() + Math.max(100, claimIdleMs / 2) : 0;
+            }
+            if (unit === null && Date.now() >= nextForgetAt) {
+              nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
+              await forgetGone();
             }
             unit ??= await readNew();
           } catch (error) {

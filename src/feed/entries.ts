@@ -16,8 +16,12 @@ export type DecodedEntry = (FeedEntry & { records: number }) | (RejectedEntry & 
  */
 export function decodeEntry(entry: StreamEntry & { fields: [string, string][] }): DecodedEntry {
   const { id, fields } = entry;
-  const record = fields.filter(([name]) => name === RECORD_FIELD);
-  const records = fields.filter(([name]) => name === RECORDS_FIELD);
+  const record: [string, string][] = [];
+  const records: [string, string][] = [];
+  for (const field of fields) {
+    if (field[0] === RECORD_FIELD) record.push(field);
+    else if (field[0] === RECORDS_FIELD) records.push(field);
+  }
   if (record.length + records.length === 0) return { id, reason: `the entry has neither a "${RECORD_FIELD}" nor a "${RECORDS_FIELD}" field` };
   if (record.length > 0 && records.length > 0) return { id, reason: `the entry has both a "${RECORD_FIELD}" and a "${RECORDS_FIELD}" field; send one` };
   if (record.length + records.length > 1) return { id, reason: `the entry has the field "${record.length > 0 ? RECORD_FIELD : RECORDS_FIELD}" more than once` };

@@ -47,6 +47,10 @@ export interface FeedStream {
   claim(ids: readonly string[], minIdleMs: number): Promise<StreamEntry[]>;
   /** Resets the idle time of entries this consumer holds, so that nobody claims them while they are applied. */
   touch(ids: readonly string[]): Promise<void>;
+  /** The group's consumers: how many entries each holds, and how long since each last read. */
+  consumers(): Promise<{ name: string; pending: number; idleMs: number }[]>;
+  /** Removes a consumer from the group (with its pending entries: only for one that holds none). */
+  forget(name: string): Promise<void>;
   /** Appends a record of a rejected entry to the rejected stream. */
   reject(id: string, reason: string, fields: readonly [string, string][]): Promise<void>;
   /** The group's lag; null when the group does not exist. */
@@ -132,6 +136,17 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
     },
     async touch(ids) {
       await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, "0", ...part, "JUSTID"])));
+    },
+    async consumers() {
+      const reply = (await send(key, ["XINFO", "CONSUMERS", key, group])) as Reply[][];
+      return reply.map((info) => {
+        const map = new Map<string, Reply>();
+        for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
+        return { name: String(map.get("name")), pending: Number(map.get("pending")), idleMs: Number(map.get("idle")) };
+      });
+    },
+    async forget(name) {
+      await send(key, ["XGROUP", "DELCONSUMER", key, group, name]);
     },
     async reject(id, reason, fields) {
       await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
