@@ -313,6 +313,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
             if (stopping) break;
             logger?.warn({ err: describe(error) }, "cannot read the stream; retrying");
             await sleep(1_000);
+            // The stream or its group was deleted under us: start again as on a first run.
+            if (/^NOGROUP/.test((error as Error).message)) await stream.ensureGroup(options.startId ?? "0").catch(() => {});
             continue;
           }
           if (unit && !(await handle(unit))) {

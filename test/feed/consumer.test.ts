@@ -58,4 +58,20 @@ describe("the feed consumer", () => {
     // The entry "holding" keeps is still pending: nobody took it within claimIdleMs.
     expect((await stream.lag())?.pending).toBe(1);
   });
+
+  it("starts again when its stream is deleted under it", async () => {
+    const consumer = createFeedConsumer({ store, stream, claimIdleMs: 60_000 });
+    const running = consumer.run();
+    try {
+      await add(redis, key, record({ type: "user", relationId: "d1", addresses: [] }));
+      await waitUntil("d1 is applied", () => consumer.stats().entries === 1);
+      await redis.send(key, ["DEL", key]);
+      await waitUntil("the group is back", async () => (await stream.lag()) !== null);
+      await add(redis, key, record({ type: "user", relationId: "d2", addresses: [] }));
+      await waitUntil("d2 is applied", () => consumer.stats().entries === 2);
+    } finally {
+      consumer.stop();
+    }
+    await running;
+  });
 });
