@@ -179,10 +179,21 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
       rejected.push(...refused);
     }
     const fieldsOf = new Map(entries.map((entry) => [entry.id, entry.fields ?? []]));
-    for (const { id, reason } of rejected.sort((x, y) => compareIds(x.id, y.id))) {
+    rejected.sort((x, y) => compareIds(x.id, y.id));
+    for (const { id, reason } of rejected) {
       recordsOf.delete(id);
-      if ((await persist("record a rejected entry", () => stream.reject(id, reason, fieldsOf.get(id) ?? []))) === null) return false;
       logger?.warn({ entry: id, reason }, "rejected an entry");
+    }
+    // All at once (node-redis pipelines them); only those that failed are sent again.
+    let unsent = rejected;
+    for (let attempt = 1; unsent.length > 0; attempt++) {
+      const sent = await Promise.allSettled(unsent.map(({ id, reason }) => stream.reject(id, reason, fieldsOf.get(id) ?? [])));
+      const failure = sent.find((outcome) => outcome.status === "rejected");
+      unsent = unsent.filter((_, k) => sent[k]!.status === "rejected");
+      if (unsent.length === 0) break;
+      if (stopping) return false;
+      logger?.warn({ err: describe(failure?.reason), entries: unsent.length, attempt }, "cannot record rejected entries; retrying");
+      await sleep(backoff(attempt));
     }
     if ((await persist("acknowledge entries", () => stream.ack(entries.map((entry) => entry.id)))) === null) return false;
     stats.rejected += rejected.length;

@@ -34,11 +34,8 @@ export interface FeedStream {
   readonly rejectedKey: string;
   /** Creates the group (and the stream) unless it exists; a new group starts at `startId` ("0": the whole stream). */
   ensureGroup(startId: string): Promise<void>;
-  /**
-   * New entries for this consumer, waiting up to `blockMs` when there are none (0: do not wait).
-   * With `own`, this consumer's own pending entries from `own` on instead, without waiting.
-   */
-  read(count: number, blockMs: number, own?: string): Promise<StreamEntry[]>;
+  /** New entries for this consumer, waiting up to `blockMs` when there are none (0: do not wait). */
+  read(count: number, blockMs: number): Promise<StreamEntry[]>;
   /** Acknowledges entries. */
   ack(ids: readonly string[]): Promise<void>;
   /** The group's entries idle for at least `minIdleMs`, oldest first, held by `consumer` or by anyone. */
@@ -112,11 +109,11 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
         if (!String((error as Error).message).startsWith("BUSYGROUP")) throw error;
       }
     },
-    async read(count, blockMs, own) {
+    async read(count, blockMs) {
       const args = ["XREADGROUP", "GROUP", group, consumer, "COUNT", String(count)];
-      if (own === undefined && blockMs > 0) args.push("BLOCK", String(blockMs));
-      args.push("STREAMS", key, own ?? ">");
-      const reply = (await (own === undefined && blockMs > 0 ? reads : commands).send(key, args)) as [string, Reply[]][] | null;
+      if (blockMs > 0) args.push("BLOCK", String(blockMs));
+      args.push("STREAMS", key, ">");
+      const reply = (await (blockMs > 0 ? reads : commands).send(key, args)) as [string, Reply[]][] | null;
       return reply === null || reply.length === 0 ? [] : entriesOf(reply[0]![1]);
     },
     async ack(ids) {
