@@ -103,14 +103,14 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   try {
     store = await createStore(config);
   } catch (error) {
-    io.stderr.write(`relgraph follow: cannot open the store: ${(error as Error).message}\n`);
+    io.stderr.write(`relgraph follow: cannot open the store: ${describe(error)}\n`);
     return 1;
   }
   try {
     stream = await connectFeedStream({ redis, key, group, consumer });
   } catch (error) {
     await store.close();
-    io.stderr.write(`relgraph follow: cannot open the stream: ${(error as Error).message}\n`);
+    io.stderr.write(`relgraph follow: cannot open the stream: ${describe(error)}\n`);
     return 1;
   }
 
@@ -167,4 +167,10 @@ function progressLogger(logger: pino.Logger): (progress: FeedProgress) => void {
 function usage(io: CliIo, problem: string): number {
   io.stderr.write(`relgraph follow: ${problem}\nRun "relgraph follow --help" for usage.\n`);
   return 2;
+}
+
+/** An error's message, with its cause's: an operator needs to see why Redis refused. */
+function describe(error: unknown): string {
+  const { message, cause } = error as Error;
+  return cause instanceof Error && cause.message && cause.message !== message ? `${message} (${cause.message})` : String(message);
 }

@@ -74,7 +74,13 @@ const IDS_PER_COMMAND = 1_000;
  * every acknowledgement would wait behind a read blocked for new entries.
  */
 export async function connectFeedStream(options: FeedStreamOptions): Promise<FeedStream> {
-  const [reads, commands] = await Promise.all([connect(options.redis), connect(options.redis)]);
+  const opened = await Promise.allSettled([connect(options.redis), connect(options.redis)]);
+  const failed = opened.find((outcome) => outcome.status === "rejected");
+  if (failed) {
+    await Promise.all(opened.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.close() : undefined)));
+    throw failed.reason;
+  }
+  const [reads, commands] = opened.map((outcome) => (outcome as PromiseFulfilledResult<Connection>).value) as [Connection, Connection];
   const { key, group, consumer } = options;
   const rejectedKey = `${key}:rejected`;
   const send = commands.send;
