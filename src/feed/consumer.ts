@@ -222,6 +222,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
    * delivered once is in the hands of a consumer that died with it, most likely for no fault of its
    * own: such entries are taken together. An entry already delivered again and still pending may be
    * what stops its consumers: it is taken alone, and rejected once delivered maxDeliveries times.
+   * XPENDING then XCLAIM rather than XAUTOCLAIM: the delivery counts are known before claiming, so
+   * taking a suspect alone does not count a delivery against the entries behind it.
    */
   async function claim(minIdleMs: number, mine: boolean): Promise<Unit | null> {
     const idle = await stream.pendingIdle(minIdleMs, readCount, mine ? stream.consumer : undefined);
