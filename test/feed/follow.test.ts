@@ -195,6 +195,26 @@ describe("relgraph follow on standalone Redis", () => {
     expect(await entriesOf(redis, REJECTED)).toEqual([]);
   });
 
+  it("on SIGTERM, finishes and acknowledges the unit in hand, leaves the rest unread, and exits 0", async () => {
+    await reset();
+    await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
+    const entryUsers: string[][] = [];
+    for (let k = 0; k < 40; k++) {
+      const batch = Array.from({ length: 500 }, (_, j) => `t${k}_${j}`);
+      entryUsers.push(batch);
+      await add(redis, STREAM, records(batch.map((name) => user(name))));
+    }
+    const follower = follow(env, ["--consumer", "c1", "--batch", "5"]);
+    await waitUntil("a unit is in hand", async () => (await groupState(redis, STREAM))!.pending > 0);
+    expect(await stop(follower)).toBe(0);
+    const state = await groupState(redis, STREAM);
+    const applied = Number(follower.stopped()?.entries);
+    expect(state).toEqual({ pending: 0, lag: 40 - applied });
+    expect(applied).toBeGreaterThan(0);
+    expect(await known(store, entryUsers.slice(0, applied).flat())).toBe(applied * 500);
+    expect(await known(store, entryUsers.slice(applied).flat())).toBe(0);
+  });
+
   it("shares one stream between two consumers, each entry applied by one of them", async () => {
     await reset();
     const first = follow(env, ["--consumer", "first"]);
