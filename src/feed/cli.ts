@@ -26,8 +26,8 @@ Options:
   --group NAME            the consumer group, created if missing (default ${DEFAULT_GROUP})
   --consumer NAME         this consumer's name in the group, stable across restarts so that a
                           restarted consumer resumes its own entries at once (default HOST-PID)
-  --from ID               where a group created now starts: 0, the whole stream (default), or $,
-                          only entries added from now on
+  --from ID               where a group created now starts: 0, the whole stream (default); $, only
+                          entries added from now on; or after the entry with that id
   --batch N               most entries applied as one unit (default 10000)
   --claim-idle-ms MS      take over another consumer's entries pending this long (default 30000)
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
