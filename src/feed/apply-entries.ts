@@ -30,8 +30,8 @@ const ERRORS_PER_ROUND = 10_000;
 
 /**
  * Applies the entries, in order, as far as the store allows one unit; resolves with the entries
- * that were rejected (not applied) and their reasons. Rejects only when the store failed, in which
- * case nothing may be assumed applied and the caller retries the whole unit.
+ * that were rejected (not applied) and their reasons. Rejects only when the store failed: some of
+ * the entries may have been applied, and the caller applies the whole unit again (idempotent).
  *
  * Each entry is validated as its own source, so that every error names its entry. An invalid
  * entry is dropped whole, and the rest validated again: a later entry may have depended on it.
@@ -50,13 +50,13 @@ export async function applyEntries(store: FeedTarget, entries: readonly FeedEntr
     }
     const byId = new Map(rest.map((entry, index) => [entry.id, index]));
     let cut = rest.length;
-    for (const conflict of outcome.conflicts) cut = Math.min(cut, byId.get(conflict) ?? cut);
+    for (const later of outcome.conflicts.keys()) cut = Math.min(cut, byId.get(later) ?? cut);
     const bad = new Set([...outcome.reasons.keys()].filter((id) => (byId.get(id) ?? 0) < cut));
     if (bad.size === 0 && cut < rest.length) {
-      // Only order conflicts: apply what comes before the first, then go on from it.
-      rejected.push(...(await applyEntries(store, rest.slice(0, cut))).rejected);
-      rest = rest.slice(cut);
-      continue;
+      // Only order conflicts before any error: apply the entries in pieces free of the conflicts
+      // found, one after the other; each piece is validated (and split) again on its own.
+      for (const piece of partition(rest, outcome.conflicts)) rejected.push(...(await applyEntries(store, piece)).rejected);
+      break;
     }
     for (const entry of rest) {
       const reasons = outcome.reasons.get(entry.id);
@@ -69,7 +69,8 @@ export async function applyEntries(store: FeedTarget, entries: readonly FeedEntr
 
 type Outcome =
   | { kind: "valid"; batch: IngestBatch }
-  | { kind: "invalid"; reasons: Map<string, string[]>; conflicts: string[] };
+  /** `conflicts`: for an entry, the earlier entries that record the same thing differently. */
+  | { kind: "invalid"; reasons: Map<string, string[]>; conflicts: Map<string, string[]> };
 
 async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promise<Outcome> {
   const validator = createLoadValidator({ sources: entries.map((entry) => entry.id), maxErrors: ERRORS_PER_ROUND });
@@ -84,7 +85,7 @@ async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promi
     if (!(error instanceof IngestValidationError)) throw error;
     const byId = new Map(entries.map((entry) => [entry.id, entry]));
     const reasons = new Map<string, string[]>();
-    const conflicts: string[] = [];
+    const conflicts = new Map<string, string[]>();
     for (const report of error.errors) {
       // "ENTRY-ID:LINE: reason" or "ENTRY-ID: reason"; entry ids hold no colon. The closing
       // "… and N more errors" matches nothing: those entries are caught in a later round.
@@ -96,16 +97,52 @@ async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promi
       // A record that differs from the same record in an EARLIER entry is an update, not an error.
       const earlier = /(?:differently|with a different description) at (\d+-\d+)(?::\d+)?$/.exec(reason)?.[1];
       if (earlier !== undefined && earlier !== id) {
-        conflicts.push(id);
+        conflicts.set(id, [...(conflicts.get(id) ?? []), earlier]);
         continue;
       }
       const list = reasons.get(id) ?? [];
       list.push(entry.text.includes("\n") && line !== undefined ? `line ${line}: ${reason}` : reason);
       reasons.set(id, list);
     }
-    if (reasons.size === 0 && conflicts.length === 0) throw error;
+    if (reasons.size === 0 && conflicts.size === 0) throw error;
     return { kind: "invalid", reasons, conflicts };
   }
+}
+
+/**
+ * Consecutive pieces of the entries such that no piece holds two entries found in conflict. The
+ * validator names only the first record of a conflicting group, so the groups are joined first:
+ * every entry of a group then starts a new piece when another of its group is in the current one.
+ */
+function partition(entries: readonly FeedEntry[], conflicts: ReadonlyMap<string, readonly string[]>): FeedEntry[][] {
+  const parent = new Map<string, string>();
+  const root = (id: string): string => {
+    let top = id;
+    while (parent.has(top)) top = parent.get(top)!;
+    if (top !== id) parent.set(id, top);
+    return top;
+  };
+  for (const [later, earliers] of conflicts) {
+    for (const earlier of earliers) if (root(later) !== root(earlier)) parent.set(root(later), root(earlier));
+  }
+  const inConflict = new Set([...conflicts.keys(), ...[...conflicts.values()].flat()]);
+  const pieces: FeedEntry[][] = [];
+  let piece: FeedEntry[] = [];
+  const groups = new Set<string>();
+  for (const entry of entries) {
+    if (inConflict.has(entry.id)) {
+      const group = root(entry.id);
+      if (groups.has(group)) {
+        pieces.push(piece);
+        piece = [];
+        groups.clear();
+      }
+      groups.add(group);
+    }
+    piece.push(entry);
+  }
+  pieces.push(piece);
+  return pieces;
 }
 
 function summarize(reasons: readonly string[]): string {

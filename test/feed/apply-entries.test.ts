@@ -57,12 +57,27 @@ describe("applyEntries, the feed's apply step", () => {
       entry("1-0", user("u1", [], "first")),
       entry("2-0", user("u2")),
       entry("3-0", user("u1", [], "second")),
-      entry("4-0", { type: "friend", a: "u1", b: "u2" }),
+      entry("4-0", { type: "friend", a: "u1", b: "u2", description: "met" }),
+      entry("5-0", { type: "friend", a: "u2", b: "u1", description: "met again" }),
+      entry("6-0", { type: "release", relationId: "u1", peers: "*" }),
+      entry("7-0", { type: "release", relationId: "u1", peers: ["u2"] }),
     ]);
     expect(rejected).toEqual([]);
-    const [id] = await store.resolveRelationIds(["u1"]);
+    const [id, id2] = await store.resolveRelationIds(["u1", "u2"]);
     expect((await store.users([id!]))[0]?.name).toBe("second");
     expect(await names(store, "friends", "u2")).toEqual(["u1"]);
+    expect(await store.friendDescriptions(id!, [id2!])).toEqual(["met again"]);
+  });
+
+  it("applies many redefinitions of the same users in one unit in order, the last one winning", async () => {
+    const store = createMemoryStore();
+    const entries = [entry("1-0", user("u2"))];
+    for (let i = 0; i < 200; i++) entries.push(entry(`2-${i}`, user(`u${1 + (i % 2) * 2}`, [], `name ${i}`)));
+    entries.push(entry("3-0", { type: "friend", a: "u1", b: "u3" }));
+    expect((await applyEntries(store, entries)).rejected).toEqual([]);
+    const ids = await store.resolveRelationIds(["u1", "u3"]);
+    expect((await store.users(ids.map((id) => id!))).map((record) => record?.name)).toEqual(["name 198", "name 199"]);
+    expect(await names(store, "friends", "u1")).toEqual(["u3"]);
   });
 
   it("fails, applying nothing, when the store fails", async () => {
