@@ -23,6 +23,16 @@ export interface RejectedEntry {
 /** What the feed needs of a store: what ingestion needs. */
 export type FeedTarget = IngestTarget;
 
+/** Options of applyEntries. */
+export interface ApplyOptions {
+  /**
+   * The stream and group the entries came from: the entries applied are acknowledged as part of
+   * the store's write, so that a write completed by another writer after a crash acknowledges them
+   * too (redis engine; rejected entries are the caller's to acknowledge).
+   */
+  acknowledge?: { stream: string; group: string };
+}
+
 /** Errors quoted in one rejection's reason; the rest are counted. */
 const REASONS_PER_ENTRY = 3;
 /** Errors the validator lists per round; entries whose errors fall beyond are caught the next round. */
@@ -33,44 +43,30 @@ const ERRORS_PER_ROUND = 10_000;
  * that were rejected (not applied) and their reasons. Rejects only when the store failed: some of
  * the entries may have been applied, and the caller applies the whole unit again (idempotent).
  *
- * Each entry is validated as its own source, so that every error names its entry. An invalid
- * entry is dropped whole, and the rest validated again: a later entry may have depended on it.
- * Today's validator treats one load as a set, not a sequence, so two entries that record the same
- * user or relation differently cannot share a unit; the later one is applied in a unit of its own
- * after the earlier, as if it had arrived later.
+ * The entries are validated as one load, each as its own source so that every error names its
+ * entry; records about the same thing apply in entry order, as in a load. An invalid entry is
+ * dropped whole, and the rest validated again: a later entry may have depended on it.
  */
-export async function applyEntries(store: FeedTarget, entries: readonly FeedEntry[]): Promise<{ rejected: RejectedEntry[] }> {
+export async function applyEntries(store: FeedTarget, entries: readonly FeedEntry[], options: ApplyOptions = {}): Promise<{ rejected: RejectedEntry[] }> {
   const rejected: RejectedEntry[] = [];
   let rest = entries;
   while (rest.length > 0) {
     const outcome = await validate(store, rest);
     if (outcome.kind === "valid") {
-      await store.write(outcome.batch);
-      break;
-    }
-    const byId = new Map(rest.map((entry, index) => [entry.id, index]));
-    let cut = rest.length;
-    for (const later of outcome.conflicts.keys()) cut = Math.min(cut, byId.get(later) ?? cut);
-    const bad = new Set([...outcome.reasons.keys()].filter((id) => (byId.get(id) ?? 0) < cut));
-    if (bad.size === 0 && cut < rest.length) {
-      // Only order conflicts before any error: apply the entries in pieces free of the conflicts
-      // found, one after the other; each piece is validated (and split) again on its own.
-      for (const piece of partition(rest, outcome.conflicts)) rejected.push(...(await applyEntries(store, piece)).rejected);
+      const ack = options.acknowledge;
+      await store.write(outcome.batch, ack ? { acknowledge: { ...ack, ids: rest.map((entry) => entry.id) } } : {});
       break;
     }
     for (const entry of rest) {
       const reasons = outcome.reasons.get(entry.id);
-      if (reasons && bad.has(entry.id)) rejected.push({ id: entry.id, reason: summarize(reasons) });
+      if (reasons) rejected.push({ id: entry.id, reason: summarize(reasons) });
     }
-    rest = rest.filter((entry) => !bad.has(entry.id));
+    rest = rest.filter((entry) => !outcome.reasons.has(entry.id));
   }
   return { rejected: rejected.sort((x, y) => compareIds(x.id, y.id)) };
 }
 
-type Outcome =
-  | { kind: "valid"; batch: IngestBatch }
-  /** `conflicts`: for an entry, the earlier entries that record the same thing differently. */
-  | { kind: "invalid"; reasons: Map<string, string[]>; conflicts: Map<string, string[]> };
+type Outcome = { kind: "valid"; batch: IngestBatch } | { kind: "invalid"; reasons: Map<string, string[]> };
 
 async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promise<Outcome> {
   const validator = createLoadValidator({ sources: entries.map((entry) => entry.id), maxErrors: ERRORS_PER_ROUND });
@@ -85,7 +81,6 @@ async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promi
     if (!(error instanceof IngestValidationError)) throw error;
     const byId = new Map(entries.map((entry) => [entry.id, entry]));
     const reasons = new Map<string, string[]>();
-    const conflicts = new Map<string, string[]>();
     for (const report of error.errors) {
       // "ENTRY-ID:LINE: reason" or "ENTRY-ID: reason"; entry ids hold no colon. The closing
       // "… and N more errors" matches nothing: those entries are caught in a later round.
@@ -94,55 +89,13 @@ async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promi
       const [, id, line, reason] = match as unknown as [string, string, string | undefined, string];
       const entry = byId.get(id);
       if (!entry) continue;
-      // A record that differs from the same record in an EARLIER entry is an update, not an error.
-      const earlier = /(?:differently|with a different description) at (\d+-\d+)(?::\d+)?$/.exec(reason)?.[1];
-      if (earlier !== undefined && earlier !== id) {
-        conflicts.set(id, [...(conflicts.get(id) ?? []), earlier]);
-        continue;
-      }
       const list = reasons.get(id) ?? [];
       list.push(entry.text.includes("\n") && line !== undefined ? `line ${line}: ${reason}` : reason);
       reasons.set(id, list);
     }
-    if (reasons.size === 0 && conflicts.size === 0) throw error;
-    return { kind: "invalid", reasons, conflicts };
+    if (reasons.size === 0) throw error;
+    return { kind: "invalid", reasons };
   }
-}
-
-/**
- * Consecutive pieces of the entries such that no piece holds two entries found in conflict. The
- * validator names only the first record of a conflicting group, so the groups are joined first:
- * every entry of a group then starts a new piece when another of its group is in the current one.
- */
-function partition(entries: readonly FeedEntry[], conflicts: ReadonlyMap<string, readonly string[]>): FeedEntry[][] {
-  const parent = new Map<string, string>();
-  const root = (id: string): string => {
-    let top = id;
-    while (parent.has(top)) top = parent.get(top)!;
-    if (top !== id) parent.set(id, top);
-    return top;
-  };
-  for (const [later, earliers] of conflicts) {
-    for (const earlier of earliers) if (root(later) !== root(earlier)) parent.set(root(later), root(earlier));
-  }
-  const inConflict = new Set([...conflicts.keys(), ...[...conflicts.values()].flat()]);
-  const pieces: FeedEntry[][] = [];
-  let piece: FeedEntry[] = [];
-  const groups = new Set<string>();
-  for (const entry of entries) {
-    if (inConflict.has(entry.id)) {
-      const group = root(entry.id);
-      if (groups.has(group)) {
-        pieces.push(piece);
-        piece = [];
-        groups.clear();
-      }
-      groups.add(group);
-    }
-    piece.push(entry);
-  }
-  pieces.push(piece);
-  return pieces;
 }
 
 function summarize(reasons: readonly string[]): string {

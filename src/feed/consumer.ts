@@ -133,7 +133,7 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   async function apply(entries: readonly FeedEntry[]): Promise<RejectedEntry[] | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await applyEntries(store, entries)).rejected;
+        return (await applyEntries(store, entries, { acknowledge: { stream: stream.key, group: stream.group } })).rejected;
       } catch (error) {
         if (!(error instanceof StoreUnavailableError)) {
           if (entries.length > 1) return applyOneByOne(entries);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyEntries } from "../../src/feed/apply-entries.js";
 import { createFeedConsumer, type FeedProgress } from "../../src/feed/consumer.js";
 import { connectFeedStream, type FeedStream } from "../../src/feed/stream.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
@@ -73,5 +74,24 @@ describe("the feed consumer", () => {
       consumer.stop();
     }
     await running;
+  });
+
+  it("acknowledges the entries it applies as part of the store's write, and leaves rejected ones to its caller", async () => {
+    const stream = "feed:acknowledged";
+    await redis.send(stream, ["XGROUP", "CREATE", stream, "relgraph", "0", "MKSTREAM"]);
+    const good = await add(redis, stream, record({ type: "user", relationId: "a1", addresses: [] }));
+    const bad = await add(redis, stream, record({ type: "follow", from: "a1", to: "nobody" }));
+    await redis.send(stream, ["XREADGROUP", "GROUP", "relgraph", "reader", "COUNT", "10", "STREAMS", stream, ">"]);
+    const { rejected } = await applyEntries(
+      store,
+      [
+        { id: good, text: JSON.stringify({ type: "user", relationId: "a1", addresses: [] }) },
+        { id: bad, text: JSON.stringify({ type: "follow", from: "a1", to: "nobody" }) },
+      ],
+      { acknowledge: { stream, group: "relgraph" } },
+    );
+    expect(rejected.map((item) => item.id)).toEqual([bad]);
+    const pending = await redis.send<[string, string, number, number][]>(stream, ["XPENDING", stream, "relgraph", "-", "+", "10"]);
+    expect(pending.map(([id]) => id)).toEqual([bad]);
   });
 });
