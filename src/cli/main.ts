@@ -2,6 +2,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runDecrypt, runKeygen, runKeynode } from "../crypto/cli.js";
 import { runEval } from "../eval/cli.js";
+import { runFollow } from "../feed/cli.js";
 import { runGenerate, runIngest } from "../ingest/cli.js";
 import { runKeys } from "./keys.js";
 import { runServe } from "./serve.js";
@@ -11,6 +12,7 @@ const HELP = `Usage: relgraph <command> [options]
 Commands:
   serve [--data FILE.jsonl ...]   run the server (REST, Connect, gRPC, gRPC-Web, reflection on one port)
   ingest FILE.jsonl ...           validate, then load files into the configured Redis
+  follow [--stream KEY]           apply the change feed from a Redis Stream, until stopped
   generate --users N --seed S     write a seeded synthetic graph as JSON Lines
   keys create|list|revoke         manage ApiKeys in the store
   keygen --threshold T --nodes N --out DIR   deal a threshold key network
@@ -27,6 +29,7 @@ const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stder
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   serve: (argv) => runServe(argv, io),
   ingest: (argv) => runIngest(argv, io),
+  follow: (argv) => runFollow(argv, io),
   generate: (argv) => runGenerate(argv, io),
   keys: (argv) => runKeys(argv, io),
   keygen: (argv) => runKeygen(argv, io),
@@ -44,7 +47,7 @@ const YOUNG_GENERATION_MB = 128;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === "ingest" || command === "serve") setFlagsFromString(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
+  if (command === "ingest" || command === "follow" || command === "serve") setFlagsFromString(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(HELP);
     return command === undefined ? 2 : 0;

@@ -1,0 +1,176 @@
+import { hostname } from "node:os";
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import { ConfigError, loadConfig } from "../config/config.js";
+import type { CliIo } from "../ingest/cli.js";
+import { createStore, engineName } from "../store/index.js";
+import { createFeedConsumer, type FeedProgress } from "./consumer.js";
+import { connectFeedStream, type FeedStream } from "./stream.js";
+
+/** The stream `relgraph follow` reads unless told otherwise. */
+export const DEFAULT_STREAM = "relgraph:changes";
+/** The consumer group `relgraph follow` joins unless told otherwise. */
+export const DEFAULT_GROUP = "relgraph";
+
+const FOLLOW_HELP = `Usage: relgraph follow [--stream KEY] [--group NAME] [--consumer NAME] [options]
+
+Applies the change feed: consumes a Redis Stream through a consumer group on the configured Redis
+(REDIS_URL) or Redis Cluster (REDIS_CLUSTER_NODES), until SIGINT or SIGTERM. Each entry holds a field
+"record" (one JSON record) or "records" (JSON Lines), in the ingestion format. An entry is
+acknowledged only once applied. An invalid entry is not applied: it goes to KEY:rejected with its
+reason, and the feed goes on. Run several consumers in one group to share the work; entries a
+consumer held when it died are taken over by another once idle for --claim-idle-ms.
+
+Options:
+  --stream KEY            the stream (default ${DEFAULT_STREAM})
+  --group NAME            the consumer group, created if missing (default ${DEFAULT_GROUP})
+  --consumer NAME         this consumer's name in the group, stable across restarts so that a
+                          restarted consumer resumes its own entries at once (default HOST-PID)
+  --from ID               where a group created now starts: 0, the whole stream (default); $, only
+                          entries added from now on; or after the entry with that id
+  --batch N               most entries applied as one unit (default 10000)
+  --claim-idle-ms MS      take over another consumer's entries pending this long (default 30000)
+  --max-deliveries N      reject an entry delivered N times without being applied (default 5)
+  -h, --help              show this help
+
+Progress goes to stderr as JSON lines (pino): records applied, records/s, entries rejected, and the
+group's lag (entries not yet delivered, and delivered but not yet acknowledged).
+
+Exit status: 0 stopped by SIGINT/SIGTERM, after applying and acknowledging the unit in hand; 1 the
+stream or store cannot be opened; 2 usage or configuration error.
+`;
+
+/** `relgraph follow [...]`; argv holds the arguments after "follow". Resolves with the exit code once stopped. */
+export async function runFollow(argv: string[], io: CliIo): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        stream: { type: "string" },
+        group: { type: "string" },
+        consumer: { type: "string" },
+        from: { type: "string" },
+        batch: { type: "string" },
+        "claim-idle-ms": { type: "string" },
+        "max-deliveries": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    return usage(io, (error as Error).message);
+  }
+  if (values.help) {
+    io.stdout.write(FOLLOW_HELP);
+    return 0;
+  }
+  const numbers: Record<string, number> = {};
+  for (const [flag, fallback, max] of [
+    ["batch", "10000", 1_000_000],
+    ["claim-idle-ms", "30000", 86_400_000],
+    ["max-deliveries", "5", 1_000],
+  ] as const) {
+    const text = values[flag] ?? fallback;
+    if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
+    numbers[flag] = Number(text);
+  }
+  const from = values.from ?? "0";
+  if (!/^(\$|0|\d+(-\d+)?)$/.test(from)) return usage(io, `--from must be 0, $ or a stream id, got "${from}"`);
+  for (const flag of ["stream", "group", "consumer"] as const) {
+    if (values[flag] === "") return usage(io, `--${flag} must not be empty`);
+  }
+
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.stderr.write(`relgraph follow: ${error.message}\n`);
+    return 2;
+  }
+  if (engineName(config) === "memory") {
+    io.stderr.write("relgraph follow: no Redis is configured: set REDIS_URL or REDIS_CLUSTER_NODES\n");
+    return 2;
+  }
+  const redis = config.redisClusterNodes.length > 0 ? { clusterNodes: config.redisClusterNodes } : { url: config.redisUrl ?? "" };
+  const key = values.stream ?? DEFAULT_STREAM;
+  const group = values.group ?? DEFAULT_GROUP;
+  const consumer = values.consumer ?? `${hostname()}-${process.pid}`;
+  const logger = pino({ level: config.logLevel, base: { consumer } }, io.stderr);
+
+  let stream: FeedStream;
+  let store;
+  try {
+    store = await createStore(config);
+  } catch (error) {
+    io.stderr.write(`relgraph follow: cannot open the store: ${describe(error)}\n`);
+    return 1;
+  }
+  try {
+    stream = await connectFeedStream({ redis, key, group, consumer });
+  } catch (error) {
+    await store.close();
+    io.stderr.write(`relgraph follow: cannot open the stream: ${describe(error)}\n`);
+    return 1;
+  }
+
+  const feed = createFeedConsumer({
+    store,
+    stream,
+    startId: from,
+    unitEntries: numbers.batch,
+    readCount: Math.min(1_000, numbers.batch!),
+    claimIdleMs: numbers["claim-idle-ms"],
+    maxDeliveries: numbers["max-deliveries"],
+    logger,
+    onProgress: progressLogger(logger),
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, "stopping after the unit in hand");
+    feed.stop();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  logger.info({ stream: key, group, engine: store.engine, from }, "following");
+  try {
+    const stats = await feed.run();
+    logger.info({ entries: stats.entries, records: stats.records, rejected: stats.rejected, claimed: stats.claimed }, "stopped");
+    return 0;
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await Promise.all([stream.close(), store.close()]);
+  }
+}
+
+/** Logs a progress line whenever something moved since the last one. */
+function progressLogger(logger: pino.Logger): (progress: FeedProgress) => void {
+  let last = "";
+  return (progress) => {
+    const fields = {
+      records: progress.records,
+      recordsPerSecond: Math.round(progress.recordsPerSecond),
+      entries: progress.entries,
+      rejected: progress.rejected,
+      claimed: progress.claimed,
+      lag: progress.lag?.undelivered ?? null,
+      pending: progress.lag?.pending ?? null,
+      lastEntryAgeMs: progress.lastEntryAgeMs,
+    };
+    const state = JSON.stringify([fields.records, fields.rejected, fields.claimed, fields.lag, fields.pending]);
+    if (state === last) return;
+    last = state;
+    logger.info(fields, "progress");
+  };
+}
+
+function usage(io: CliIo, problem: string): number {
+  io.stderr.write(`relgraph follow: ${problem}\nRun "relgraph follow --help" for usage.\n`);
+  return 2;
+}
+
+/** An error's message, with its cause's: an operator needs to see why Redis refused. */
+function describe(error: unknown): string {
+  const { message, cause } = error as Error;
+  return cause instanceof Error && cause.message && cause.message !== message ? `${message} (${cause.message})` : String(message);
+}

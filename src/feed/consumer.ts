@@ -1,0 +1,361 @@
+/**
+ * The change feed's consumer: reads a Redis Stream through a consumer group, applies entries in
+ * units (apply-entries.ts), acknowledges them only once applied, takes over what dead consumers
+ * left, and sends invalid entries to the rejected stream. Delivery is at least once; applying is
+ * idempotent, so an entry applied twice (its consumer died between apply and acknowledgement)
+ * leaves the state of one application.
+ */
+import { StoreUnavailableError } from "../domain/errors.js";
+import { applyEntries, compareIds, type FeedEntry, type FeedTarget, type RejectedEntry } from "./apply-entries.js";
+import { decodeEntry } from "./entries.js";
+import type { FeedStream, GroupLag, StreamEntry } from "./stream.js";
+
+/** Options of createFeedConsumer; defaults beside each field. */
+export interface FeedConsumerOptions {
+  store: FeedTarget;
+  stream: FeedStream;
+  /** Where a group created now starts: "0" the whole stream (default), "$" only entries added from now on. */
+  startId?: string;
+  /** Entries asked for per read (default 1,000). */
+  readCount?: number;
+  /** Most entries applied as one unit (default 10,000); a full read is followed by more, without waiting, up to this. */
+  unitEntries?: number;
+  /** Most bytes of records applied as one unit (default 16 MiB). */
+  unitBytes?: number;
+  /** How long a read waits for new entries (default 1,000 ms); also how long a stop may wait. */
+  blockMs?: number;
+  /** Entries pending this long (default 30,000 ms) are taken over from their consumer, presumed dead. */
+  claimIdleMs?: number;
+  /** An entry delivered this many times (default 5) without being applied goes to the rejected stream. */
+  maxDeliveries?: number;
+  /**
+   * Consumers of the group that hold nothing and have not read for this long (default 10 minutes,
+   * at least 10 × claimIdleMs) are removed from it, so that names of processes long gone (the
+   * default HOST-PID) do not pile up. A live consumer reads every blockMs.
+   */
+  forgetIdleMs?: number;
+  /** How often progress is reported (default 1,000 ms). */
+  progressMs?: number;
+  onProgress?: (progress: FeedProgress) => void;
+  logger?: FeedLogger;
+}
+
+/** A minimal structured logger; a pino logger fits. */
+export interface FeedLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** Counters since the consumer started, and the group's lag as last measured. */
+export interface FeedStats {
+  /** Entries applied and acknowledged. */
+  entries: number;
+  /** Records of the applied entries. */
+  records: number;
+  /** Entries sent to the rejected stream. */
+  rejected: number;
+  /** Entries taken over from other consumers (or from this consumer's previous run). */
+  claimed: number;
+  /** The group's lag: undelivered and pending entries; null until first measured. */
+  lag: GroupLag | null;
+  /** Milliseconds from the XADD of the last applied entry to its application; null before any. */
+  lastEntryAgeMs: number | null;
+}
+
+/** One progress report: the stats, and the rate since the previous report. */
+export interface FeedProgress extends FeedStats {
+  recordsPerSecond: number;
+}
+
+/** A running consumer. */
+export interface FeedConsumer {
+  /** Consumes until stop(); resolves with the final stats once the unit in hand is applied and acknowledged. */
+  run(): Promise<FeedStats>;
+  /** Asks the consumer to stop after the unit in hand. */
+  stop(): void;
+  /** The counters so far. */
+  stats(): FeedStats;
+}
+
+/** A unit of entries to apply, and whether each entry must be applied alone. */
+interface Unit {
+  entries: StreamEntry[];
+  alone: boolean;
+}
+
+const MAX_BACKOFF_MS = 5_000;
+
+/** Creates a consumer; nothing is read until run(). */
+export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
+  const { store, stream, logger } = options;
+  const readCount = options.readCount ?? 1_000;
+  const unitEntries = options.unitEntries ?? 10_000;
+  const unitBytes = options.unitBytes ?? 16 * 2 ** 20;
+  const blockMs = options.blockMs ?? 1_000;
+  const claimIdleMs = options.claimIdleMs ?? 30_000;
+  const maxDeliveries = options.maxDeliveries ?? 5;
+  const progressMs = options.progressMs ?? 1_000;
+  const forgetIdleMs = options.forgetIdleMs ?? Math.max(600_000, 10 * claimIdleMs);
+  const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, lag: null, lastEntryAgeMs: null };
+  let stopping = false;
+  let wake: (() => void) | null = null;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = done;
+    });
+
+  /** Runs `work` until it succeeds, backing off; null when asked to stop while it fails. */
+  async function persist<T>(what: string, work: () => Promise<T>): Promise<T | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (stopping) return null;
+        const delay = backoff(attempt);
+        logger?.warn({ err: describe(error), attempt, retryInMs: delay }, `cannot ${what}; retrying`);
+        await sleep(delay);
+      }
+    }
+  }
+
+  /**
+   * Applies entries, retrying while the store is unavailable; resolves with the rejected ones, or
+   * null when asked to stop before they could be applied. Any other failure is retried entry by
+   * entry, and an entry that keeps failing alone is rejected with the failure as its reason.
+   */
+  async function apply(entries: readonly FeedEntry[]): Promise<RejectedEntry[] | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await applyEntries(store, entries, { acknowledge: { stream: stream.key, group: stream.group } })).rejected;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) {
+          if (entries.length > 1) return applyOneByOne(entries);
+          if (attempt >= maxDeliveries) return [{ id: entries[0]!.id, reason: `could not be applied: ${describe(error)}` }];
+        }
+        if (stopping) return null;
+        const delay = backoff(attempt);
+        logger?.warn({ err: describe(error), entries: entries.length, attempt, retryInMs: delay }, "cannot apply entries; retrying");
+        await sleep(delay);
+      }
+    }
+  }
+
+  async function applyOneByOne(entries: readonly FeedEntry[]): Promise<RejectedEntry[] | null> {
+    const rejected: RejectedEntry[] = [];
+    for (const entry of entries) {
+      const outcome = await apply([entry]);
+      if (outcome === null) return null;
+      rejected.push(...outcome);
+    }
+    return rejected;
+  }
+
+  /** Applies, records rejections and acknowledges one group of entries; false when stopped first. */
+  async function settle(entries: readonly StreamEntry[]): Promise<boolean> {
+    const rejected: RejectedEntry[] = [];
+    const live: FeedEntry[] = [];
+    const recordsOf = new Map<string, number>();
+    for (const entry of entries) {
+      // Deleted from the stream (XDEL, trimming) after delivery: nothing left to apply.
+      if (entry.fields === null) continue;
+      const decoded = decodeEntry(entry as StreamEntry & { fields: [string, string][] });
+      if (decoded.records === undefined) {
+        rejected.push(decoded);
+      } else {
+        live.push({ id: decoded.id, text: decoded.text });
+        recordsOf.set(decoded.id, decoded.records);
+      }
+    }
+    if (live.length > 0) {
+      const refused = await apply(live);
+      if (refused === null) return false;
+      rejected.push(...refused);
+    }
+    const fieldsOf = new Map(entries.map((entry) => [entry.id, entry.fields ?? []]));
+    rejected.sort((x, y) => compareIds(x.id, y.id));
+    for (const { id, reason } of rejected) {
+      recordsOf.delete(id);
+      logger?.warn({ entry: id, reason }, "rejected an entry");
+    }
+    // All at once (node-redis pipelines them); only those that failed are sent again.
+    let unsent = rejected;
+    for (let attempt = 1; unsent.length > 0; attempt++) {
+      const sent = await Promise.allSettled(unsent.map(({ id, reason }) => stream.reject(id, reason, fieldsOf.get(id) ?? [])));
+      const failure = sent.find((outcome) => outcome.status === "rejected");
+      unsent = unsent.filter((_, k) => sent[k]!.status === "rejected");
+      if (unsent.length === 0) break;
+      if (stopping) return false;
+      logger?.warn({ err: describe(failure?.reason), entries: unsent.length, attempt }, "cannot record rejected entries; retrying");
+      await sleep(backoff(attempt));
+    }
+    if ((await persist("acknowledge entries", () => stream.ack(entries.map((entry) => entry.id)))) === null) return false;
+    stats.rejected += rejected.length;
+    stats.entries += recordsOf.size;
+    for (const records of recordsOf.values()) stats.records += records;
+    const last = entries[entries.length - 1];
+    if (last) stats.lastEntryAgeMs = Math.max(0, Date.now() - Number(last.id.split("-")[0]));
+    return true;
+  }
+
+  /** Applies a unit, keeping its entries from being claimed by others while it takes long. */
+  async function handle(unit: Unit): Promise<boolean> {
+    const ids = unit.entries.map((entry) => entry.id);
+    const keep = setInterval(() => void stream.touch(ids).catch(() => {}), Math.max(100, claimIdleMs / 3));
+    try {
+      if (!unit.alone) return await settle(unit.entries);
+      for (const entry of unit.entries) if (!(await settle([entry]))) return false;
+      return true;
+    } finally {
+      clearInterval(keep);
+    }
+  }
+
+  /**
+   * Takes over pending entries idle for `minIdleMs` (only this consumer's with `mine`). An entry
+   * delivered once is in the hands of a consumer that died with it, most likely for no fault of its
+   * own: such entries are taken together. An entry already delivered again and still pending may be
+   * what stops its consumers: it is taken alone, and rejected once delivered maxDeliveries times.
+   * XPENDING then XCLAIM rather than XAUTOCLAIM: the delivery counts are known before claiming, so
+   * taking a suspect alone does not count a delivery against the entries behind it.
+   */
+  async function claim(minIdleMs: number, mine: boolean): Promise<Unit | null> {
+    const idle = await stream.pendingIdle(minIdleMs, readCount, mine ? stream.consumer : undefined);
+    if (idle.length === 0) return null;
+    const poison = idle.filter((entry) => entry.deliveries >= maxDeliveries);
+    if (poison.length > 0) {
+      const deliveries = new Map(poison.map((entry) => [entry.id, entry.deliveries]));
+      for (const entry of await stream.claim([...deliveries.keys()], minIdleMs)) {
+        if (entry.fields !== null) {
+          const reason = `not applied after ${deliveries.get(entry.id)} deliveries: each consumer holding it stopped before applying it`;
+          await stream.reject(entry.id, reason, entry.fields);
+          logger?.warn({ entry: entry.id, reason }, "rejected an entry");
+          stats.rejected++;
+        }
+        await stream.ack([entry.id]);
+      }
+    }
+    const rest = idle.filter((entry) => entry.deliveries < maxDeliveries);
+    const first = rest[0];
+    if (!first) return null;
+    const alone = first.deliveries > 1;
+    const ids = alone ? [first.id] : rest.filter((entry) => entry.deliveries === 1).map((entry) => entry.id);
+    const entries = await stream.claim(ids, minIdleMs);
+    stats.claimed += entries.length;
+    if (entries.length > 0) logger?.info({ entries: entries.length, from: [...new Set(rest.map((entry) => entry.consumer))] }, "claimed pending entries");
+    return entries.length > 0 ? { entries, alone } : null;
+  }
+
+  /** Removes consumers long gone that hold nothing. */
+  async function forgetGone(): Promise<void> {
+    for (const other of await stream.consumers()) {
+      if (other.name === stream.consumer || other.pending > 0 || other.idleMs < forgetIdleMs) continue;
+      await stream.forget(other.name);
+      logger?.info({ gone: other.name, idleMs: other.idleMs }, "removed a consumer gone from the group");
+    }
+  }
+
+  /** New entries: one read that waits, then more without waiting while reads come back full. */
+  async function readNew(): Promise<Unit | null> {
+    const entries = await stream.read(readCount, blockMs);
+    let bytes = sizeOf(entries);
+    let full = entries.length === readCount;
+    while (full && entries.length < unitEntries && bytes < unitBytes && !stopping) {
+      // Ask for as many entries as the unit has room for, judged by the size of those read so far.
+      const room = Math.floor(((unitBytes - bytes) * entries.length) / Math.max(1, bytes));
+      const count = Math.max(1, Math.min(unitEntries - entries.length, room));
+      const more = await stream.read(count, 0);
+      for (const entry of more) entries.push(entry);
+      bytes += sizeOf(more);
+      full = more.length === count;
+    }
+    return entries.length > 0 ? { entries, alone: false } : null;
+  }
+
+  async function report(previous: { at: number; records: number }): Promise<void> {
+    try {
+      stats.lag = await stream.lag();
+    } catch {
+      // The stream's Redis is away; the next report measures again.
+    }
+    const now = performance.now();
+    const seconds = (now - previous.at) / 1000;
+    options.onProgress?.({ ...stats, recordsPerSecond: seconds > 0 ? (stats.records - previous.records) / seconds : 0 });
+    previous.at = now;
+    previous.records = stats.records;
+  }
+
+  return {
+    stats: () => ({ ...stats }),
+    stop() {
+      stopping = true;
+      wake?.();
+    },
+    async run() {
+      const previous = { at: performance.now(), records: 0 };
+      const progress = setInterval(() => void report(previous), progressMs);
+      try {
+        if ((await persist("create the consumer group", () => stream.ensureGroup(options.startId ?? "0"))) === null) return { ...stats };
+        // What this consumer held when it last stopped comes first, with the same care as claims.
+        let resumed = false;
+        let nextClaimAt = 0;
+        let nextForgetAt = 0;
+        while (!stopping) {
+          let unit: Unit | null = null;
+          try {
+            if (!resumed) {
+              unit = await claim(0, true);
+              resumed = unit === null;
+            } else if (Date.now() >= nextClaimAt) {
+              unit = await claim(claimIdleMs, false);
+              // After a take-over, look again at once: more may be waiting.
+              nextClaimAt = unit === null ? Date.now() + Math.max(100, claimIdleMs / 2) : 0;
+            }
+            if (unit === null && Date.now() >= nextForgetAt) {
+              nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
+              await forgetGone();
+            }
+            unit ??= await readNew();
+          } catch (error) {
+            if (stopping) break;
+            logger?.warn({ err: describe(error) }, "cannot read the stream; retrying");
+            await sleep(1_000);
+            // The stream or its group was deleted under us: start again as on a first run.
+            if (/^NOGROUP/.test((error as Error).message)) await stream.ensureGroup(options.startId ?? "0").catch(() => {});
+            continue;
+          }
+          if (unit && !(await handle(unit))) {
+            logger?.warn({ entries: unit.entries.length }, "stopped before the unit in hand was applied; its entries stay pending");
+            break;
+          }
+        }
+        return { ...stats };
+      } finally {
+        clearInterval(progress);
+        await report(previous);
+      }
+    },
+  };
+}
+
+function sizeOf(entries: readonly StreamEntry[]): number {
+  let bytes = 0;
+  for (const entry of entries) for (const [, value] of entry.fields ?? []) bytes += value.length;
+  return bytes;
+}
+
+function backoff(attempt: number): number {
+  return Math.min(MAX_BACKOFF_MS, 100 * 2 ** (attempt - 1));
+}
+
+/** An error's message with its cause's: the operator needs to see why the store refused. */
+function describe(error: unknown): string {
+  const { message, cause } = error as Error;
+  return cause instanceof Error && cause.message && cause.message !== message ? `${message} (${cause.message})` : String(message);
+}

@@ -1,0 +1,225 @@
+import { createClient, createCluster } from "redis";
+import type { RedisStoreOptions } from "../store/redis/connection.js";
+
+/** A stream entry as Redis returns it: its id and its field-value pairs, or null once deleted from the stream. */
+export interface StreamEntry {
+  id: string;
+  fields: [string, string][] | null;
+}
+
+/** One pending entry of the group, as XPENDING reports it. */
+export interface PendingEntry {
+  id: string;
+  consumer: string;
+  idleMs: number;
+  deliveries: number;
+}
+
+/** How far the group is behind the stream. */
+export interface GroupLag {
+  /** Entries added to the stream and not yet delivered to the group; null when Redis cannot tell (after XDEL or trimming). */
+  undelivered: number | null;
+  /** Entries delivered to a consumer and not yet acknowledged. */
+  pending: number;
+}
+
+/**
+ * The stream commands of one consumer group, on a standalone Redis or a Redis Cluster. Every
+ * command names one key, so the stream and its rejected stream may live in different slots.
+ */
+export interface FeedStream {
+  readonly key: string;
+  readonly group: string;
+  readonly consumer: string;
+  readonly rejectedKey: string;
+  /** Creates the group (and the stream) unless it exists; a new group starts at `startId` ("0": the whole stream). */
+  ensureGroup(startId: string): Promise<void>;
+  /** New entries for this consumer, waiting up to `blockMs` when there are none (0: do not wait). */
+  read(count: number, blockMs: number): Promise<StreamEntry[]>;
+  /** Acknowledges entries. */
+  ack(ids: readonly string[]): Promise<void>;
+  /** The group's entries idle for at least `minIdleMs`, oldest first, held by `consumer` or by anyone. */
+  pendingIdle(minIdleMs: number, count: number, consumer?: string): Promise<PendingEntry[]>;
+  /** Takes over entries still idle for `minIdleMs`; those another consumer took first are not returned. */
+  claim(ids: readonly string[], minIdleMs: number): Promise<StreamEntry[]>;
+  /** Resets the idle time of entries this consumer holds, so that nobody claims them while they are applied. */
+  touch(ids: readonly string[]): Promise<void>;
+  /** The group's consumers: how many entries each holds, and how long since each last read. */
+  consumers(): Promise<{ name: string; pending: number; idleMs: number }[]>;
+  /** Removes a consumer from the group (with its pending entries: only for one that holds none). */
+  forget(name: string): Promise<void>;
+  /** Appends a record of a rejected entry to the rejected stream. */
+  reject(id: string, reason: string, fields: readonly [string, string][]): Promise<void>;
+  /** The group's lag; null when the group does not exist. */
+  lag(): Promise<GroupLag | null>;
+  close(): Promise<void>;
+}
+
+/** Where the stream is and who reads it. */
+export interface FeedStreamOptions {
+  redis: RedisStoreOptions;
+  key: string;
+  group: string;
+  consumer: string;
+}
+
+type Reply = string | number | null | Reply[];
+type Send = (key: string, args: string[]) => Promise<Reply>;
+
+/** Ids acknowledged or claimed per command. */
+const IDS_PER_COMMAND = 1_000;
+
+/**
+ * Connects to the stream's Redis. Blocking reads get a connection of their own: on a shared one,
+ * every acknowledgement would wait behind a read blocked for new entries.
+ */
+export async function connectFeedStream(options: FeedStreamOptions): Promise<FeedStream> {
+  const opened = await Promise.allSettled([connect(options.redis), connect(options.redis)]);
+  const failed = opened.find((outcome) => outcome.status === "rejected");
+  if (failed) {
+    await Promise.all(opened.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.close() : undefined)));
+    throw failed.reason;
+  }
+  const [reads, commands] = opened.map((outcome) => (outcome as PromiseFulfilledResult<Connection>).value) as [Connection, Connection];
+  const { key, group, consumer } = options;
+  const rejectedKey = `${key}:rejected`;
+  const send = commands.send;
+  async function lag(): Promise<GroupLag | null> {
+    let groups: Reply[][];
+    try {
+      groups = (await send(key, ["XINFO", "GROUPS", key])) as Reply[][];
+    } catch (error) {
+      if (/no such key/i.test((error as Error).message)) return null;
+      throw error;
+    }
+    for (const info of groups) {
+      const map = new Map<string, Reply>();
+      for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
+      if (map.get("name") !== group) continue;
+      const undelivered = map.get("lag");
+      return { undelivered: undelivered == null ? null : Number(undelivered), pending: Number(map.get("pending") ?? 0) };
+    }
+    return null;
+  }
+  return {
+    key,
+    group,
+    consumer,
+    rejectedKey,
+    async ensureGroup(startId) {
+      // Looked up first: XGROUP CREATE is refused whenever Redis is out of memory, even for a group that exists.
+      if ((await lag()) !== null) return;
+      try {
+        await send(key, ["XGROUP", "CREATE", key, group, startId, "MKSTREAM"]);
+      } catch (error) {
+        if (!String((error as Error).message).startsWith("BUSYGROUP")) throw error;
+      }
+    },
+    async read(count, blockMs) {
+      const args = ["XREADGROUP", "GROUP", group, consumer, "COUNT", String(count)];
+      if (blockMs > 0) args.push("BLOCK", String(blockMs));
+      args.push("STREAMS", key, ">");
+      const reply = (await (blockMs > 0 ? reads : commands).send(key, args)) as [string, Reply[]][] | null;
+      return reply === null || reply.length === 0 ? [] : entriesOf(reply[0]![1]);
+    },
+    async ack(ids) {
+      // Sent at once: node-redis pipelines them.
+      await Promise.all(chunked(ids).map((part) => send(key, ["XACK", key, group, ...part])));
+    },
+    async pendingIdle(minIdleMs, count, holder) {
+      const args = ["XPENDING", key, group, "IDLE", String(minIdleMs), "-", "+", String(count)];
+      if (holder !== undefined) args.push(holder);
+      const reply = (await send(key, args)) as [string, string, number, number][];
+      return reply.map(([id, owner, idleMs, deliveries]) => ({ id, consumer: owner, idleMs: Number(idleMs), deliveries: Number(deliveries) }));
+    },
+    async claim(ids, minIdleMs) {
+      const replies = await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, String(minIdleMs), ...part])));
+      // Redis 7 drops deleted entries from the pending list and leaves them out; older ones answer nil.
+      return replies.flatMap((reply) => entriesOf((reply as Reply[]).filter((item) => item !== null)));
+    },
+    async touch(ids) {
+      await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, "0", ...part, "JUSTID"])));
+    },
+    async consumers() {
+      const reply = (await send(key, ["XINFO", "CONSUMERS", key, group])) as Reply[][];
+      return reply.map((info) => {
+        const map = new Map<string, Reply>();
+        for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
+        return { name: String(map.get("name")), pending: Number(map.get("pending")), idleMs: Number(map.get("idle")) };
+      });
+    },
+    async forget(name) {
+      await send(key, ["XGROUP", "DELCONSUMER", key, group, name]);
+    },
+    async reject(id, reason, fields) {
+      await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
+    },
+    lag,
+    async close() {
+      await Promise.all([reads.close(), commands.close()]);
+    },
+  };
+}
+
+function chunked(ids: readonly string[]): string[][] {
+  const parts: string[][] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) parts.push(ids.slice(i, i + IDS_PER_COMMAND));
+  return parts;
+}
+
+function entriesOf(items: Reply[]): StreamEntry[] {
+  return (items as [string, Reply[] | null][]).map(([id, flat]) => {
+    if (flat === null) return { id, fields: null };
+    const fields: [string, string][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([String(flat[i]), String(flat[i + 1])]);
+    return { id, fields };
+  });
+}
+
+interface Connection {
+  send: Send;
+  close(): Promise<void>;
+}
+
+/**
+ * A connection that fails commands at once while Redis is away (the feed retries them) and, once
+ * connected, reconnects forever; the first connect gives up quickly so that a wrong address fails
+ * at startup.
+ */
+async function connect(redis: RedisStoreOptions): Promise<Connection> {
+  let connected = false;
+  const socket = {
+    connectTimeout: 2_000,
+    reconnectStrategy: (retries: number) => (!connected && retries >= 1 ? false : Math.min(50 * 2 ** retries, 2_000)),
+  };
+  const ignore = () => {};
+  if ("clusterNodes" in redis) {
+    const cluster = createCluster({
+      rootNodes: redis.clusterNodes.map((node) => ({ url: `redis://${node}` })),
+      defaults: { socket, disableOfflineQueue: true },
+    });
+    cluster.on("error", ignore);
+    await cluster.connect();
+    connected = true;
+    return {
+      send: (key, args) => cluster.sendCommand<Reply>(key, false, args),
+      close: () => quietly(() => cluster.close()),
+    };
+  }
+  const client = createClient({ url: redis.url, socket, disableOfflineQueue: true });
+  client.on("error", ignore);
+  await client.connect();
+  connected = true;
+  return {
+    send: (_key, args) => client.sendCommand<Reply>(args),
+    close: () => quietly(() => client.close()),
+  };
+}
+
+async function quietly(close: () => Promise<void>): Promise<void> {
+  try {
+    await close();
+  } catch {
+    // Already closed or the server is gone: nothing left to release.
+  }
+}

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyEntries } from "../../src/feed/apply-entries.js";
+import { createFeedConsumer, type FeedProgress } from "../../src/feed/consumer.js";
+import { connectFeedStream, type FeedStream } from "../../src/feed/stream.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import type { GraphStore } from "../../src/store/store.js";
+import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { add, connectCommands, record, waitUntil, type Commands } from "./helpers.js";
+
+/* The consumer in process, on a real redis-server: what the command line does not expose. */
+
+describe("the feed consumer", () => {
+  let server: TestRedisServer;
+  let redis: Commands;
+  let store: GraphStore;
+  let stream: FeedStream;
+  const key = "feed:inprocess";
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = await connectCommands({ REDIS_URL: server.url });
+    store = await createRedisStore({ url: server.url });
+    stream = await connectFeedStream({ redis: { url: server.url }, key, group: "relgraph", consumer: "live" });
+  });
+  afterAll(async () => {
+    await stream?.close();
+    await store?.close();
+    await redis?.close();
+    await server?.stop();
+  });
+
+  it("removes consumers long gone that hold nothing, keeps those holding entries, and reports progress with the lag", async () => {
+    await redis.send(key, ["XGROUP", "CREATE", key, "relgraph", "0", "MKSTREAM"]);
+    await redis.send(key, ["XGROUP", "CREATECONSUMER", key, "relgraph", "gone"]);
+    await add(redis, key, record({ type: "user", relationId: "h1", addresses: [] }));
+    await redis.send(key, ["XREADGROUP", "GROUP", "relgraph", "holding", "COUNT", "1", "STREAMS", key, ">"]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const progress: FeedProgress[] = [];
+    const consumer = createFeedConsumer({
+      store,
+      stream,
+      claimIdleMs: 60_000,
+      forgetIdleMs: 200,
+      progressMs: 100,
+      onProgress: (report) => progress.push(report),
+    });
+    const running = consumer.run();
+    try {
+      await add(redis, key, record({ type: "user", relationId: "h2", addresses: [] }));
+      await waitUntil("h2 is applied", () => consumer.stats().entries === 1);
+      const names = async () => (await stream.consumers()).map((item) => item.name).sort();
+      await waitUntil("the gone consumer is removed", async () => !(await names()).includes("gone"));
+      expect(await names()).toEqual(["holding", "live"]);
+      await waitUntil("progress reports the pending entry", () => progress.some((report) => report.lag?.pending === 1 && report.lag.undelivered === 0));
+    } finally {
+      consumer.stop();
+    }
+    expect(await running).toMatchObject({ entries: 1, records: 1, rejected: 0 });
+    // The entry "holding" keeps is still pending: nobody took it within claimIdleMs.
+    expect((await stream.lag())?.pending).toBe(1);
+  });
+
+  it("starts again when its stream is deleted under it", async () => {
+    const consumer = createFeedConsumer({ store, stream, claimIdleMs: 60_000 });
+    const running = consumer.run();
+    try {
+      await add(redis, key, record({ type: "user", relationId: "d1", addresses: [] }));
+      await waitUntil("d1 is applied", () => consumer.stats().entries === 1);
+      await redis.send(key, ["DEL", key]);
+      await waitUntil("the group is back", async () => (await stream.lag()) !== null);
+      await add(redis, key, record({ type: "user", relationId: "d2", addresses: [] }));
+      await waitUntil("d2 is applied", () => consumer.stats().entries === 2);
+    } finally {
+      consumer.stop();
+    }
+    await running;
+  });
+
+  it("acknowledges the entries it applies as part of the store's write, and leaves rejected ones to its caller", async () => {
+    const stream = "feed:acknowledged";
+    await redis.send(stream, ["XGROUP", "CREATE", stream, "relgraph", "0", "MKSTREAM"]);
+    const good = await add(redis, stream, record({ type: "user", relationId: "a1", addresses: [] }));
+    const bad = await add(redis, stream, record({ type: "follow", from: "a1", to: "nobody" }));
+    await redis.send(stream, ["XREADGROUP", "GROUP", "relgraph", "reader", "COUNT", "10", "STREAMS", stream, ">"]);
+    const { rejected } = await applyEntries(
+      store,
+      [
+        { id: good, text: JSON.stringify({ type: "user", relationId: "a1", addresses: [] }) },
+        { id: bad, text: JSON.stringify({ type: "follow", from: "a1", to: "nobody" }) },
+      ],
+      { acknowledge: { stream, group: "relgraph" } },
+    );
+    expect(rejected.map((item) => item.id)).toEqual([bad]);
+    const pending = await redis.send<[string, string, number, number][]>(stream, ["XPENDING", stream, "relgraph", "-", "+", "10"]);
+    expect(pending.map(([id]) => id)).toEqual([bad]);
+  });
+});

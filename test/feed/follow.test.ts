@@ -1,0 +1,301 @@
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runFollow } from "../../src/feed/cli.js";
+import type { CliIo } from "../../src/ingest/cli.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import type { GraphStore } from "../../src/store/store.js";
+import { addr } from "../ingest/helpers.js";
+import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
+import {
+  add,
+  connectCommands,
+  drained,
+  entriesOf,
+  groupState,
+  record,
+  records,
+  startFollow,
+  waitUntil,
+  type Commands,
+  type Follower,
+  type RedisEnv,
+} from "./helpers.js";
+
+/*
+ * `relgraph follow` as operators run it: a process of dist/ on a real redis-server or a real
+ * 3-node cluster, fed with XADD, its effect read back through the store.
+ */
+
+const STREAM = "relgraph:changes";
+const REJECTED = `${STREAM}:rejected`;
+const A = addr("a1");
+const B = addr("b1");
+
+function user(relationId: string, addresses: string[] = []): object {
+  return { type: "user", relationId, addresses };
+}
+
+/** The relationIds a user's set holds, sorted; null for an unknown user. */
+async function setOf(store: GraphStore, kind: "friends" | "following" | "followers", relationId: string): Promise<string[] | null> {
+  const [id] = await store.resolveRelationIds([relationId]);
+  if (id == null) return null;
+  return (await store.relationIds(await store.userSet(kind, id))).sort();
+}
+
+async function known(store: GraphStore, relationIds: string[]): Promise<number> {
+  return (await store.resolveRelationIds(relationIds)).filter((id) => id !== null).length;
+}
+
+async function stop(follower: Follower): Promise<number | null> {
+  follower.child.kill("SIGTERM");
+  return follower.exited;
+}
+
+const running: Follower[] = [];
+function follow(env: RedisEnv, args: string[]): Follower {
+  const follower = startFollow(env, args);
+  running.push(follower);
+  return follower;
+}
+afterAll(() => {
+  for (const follower of running) if (follower.child.exitCode === null && follower.child.signalCode === null) follower.child.kill("SIGKILL");
+});
+
+describe("relgraph follow, its command line", () => {
+  const io = () => {
+    let err = "";
+    let out = "";
+    const sink = (add: (text: string) => void) =>
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          add(chunk.toString());
+          done();
+        },
+      });
+    const captured: CliIo & { out(): string; err(): string } = { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)), out: () => out, err: () => err };
+    return captured;
+  };
+
+  it("prints help, refuses bad options, and needs a Redis", async () => {
+    const help = io();
+    expect(await runFollow(["--help"], help)).toBe(0);
+    expect(help.out()).toMatch(/^Usage: relgraph follow \[--stream KEY\] \[--group NAME\] \[--consumer NAME\]/);
+    const bad = io();
+    expect(await runFollow(["--batch", "0"], bad)).toBe(2);
+    expect(await runFollow(["--from", "later"], bad)).toBe(2);
+    expect(await runFollow(["--frobnicate"], bad)).toBe(2);
+    expect(bad.err()).toContain('Run "relgraph follow --help" for usage.');
+    const saved = [process.env.REDIS_URL, process.env.REDIS_CLUSTER_NODES];
+    delete process.env.REDIS_URL;
+    delete process.env.REDIS_CLUSTER_NODES;
+    try {
+      const none = io();
+      expect(await runFollow([], none)).toBe(2);
+      expect(none.err()).toContain("set REDIS_URL or REDIS_CLUSTER_NODES");
+    } finally {
+      if (saved[0] !== undefined) process.env.REDIS_URL = saved[0];
+      if (saved[1] !== undefined) process.env.REDIS_CLUSTER_NODES = saved[1];
+    }
+  });
+});
+
+describe("relgraph follow on standalone Redis", () => {
+  let server: TestRedisServer;
+  let env: RedisEnv;
+  let redis: Commands;
+  let store: GraphStore;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    env = { REDIS_URL: server.url };
+    redis = await connectCommands(env);
+    store = await createRedisStore({ url: server.url });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await redis?.close();
+    await server?.stop();
+  });
+  const reset = () => redis.send(STREAM, ["FLUSHALL"]);
+
+  it("applies and acknowledges entries, rejects invalid ones with their reasons, applies the valid ones after them, and stops on SIGTERM", async () => {
+    await reset();
+    const ids = {
+      u1: await add(redis, STREAM, record(user("u1", [A]))),
+      u2: await add(redis, STREAM, records([user("u2", [B]), { type: "friend", a: "u1", b: "u2", description: "met" }])),
+      notJson: await add(redis, STREAM, { record: "not json" }),
+      neither: await add(redis, STREAM, { other: "x" }),
+      both: await add(redis, STREAM, { ...record(user("u7")), ...records([user("u8")]) }),
+      unknown: await add(redis, STREAM, record({ type: "follow", from: "u1", to: "u9" })),
+      taken: await add(redis, STREAM, records([user("u3", [A]), { type: "follow", from: "u3", to: "u2" }])),
+      dependent: await add(redis, STREAM, record({ type: "follow", from: "u3", to: "u1" })),
+      after: await add(redis, STREAM, record({ type: "follow", from: "u2", to: "u1" })),
+    };
+    const follower = follow(env, ["--consumer", "c1"]);
+    await drained(redis, STREAM);
+
+    expect(await setOf(store, "friends", "u1")).toEqual(["u2"]);
+    expect(await setOf(store, "followers", "u1")).toEqual(["u2"]);
+    expect(await setOf(store, "following", "u3")).toBeNull();
+    expect(await known(store, ["u7", "u8"])).toBe(0);
+
+    const rejected = await entriesOf(redis, REJECTED);
+    expect(rejected.map((entry) => entry.fields.entry)).toEqual([ids.notJson, ids.neither, ids.both, ids.unknown, ids.taken, ids.dependent]);
+    const reasons = Object.fromEntries(rejected.map((entry) => [entry.fields.entry, entry.fields.reason]));
+    expect(reasons[ids.notJson]).toMatch(/^invalid JSON: /);
+    expect(reasons[ids.neither]).toBe('the entry has neither a "record" nor a "records" field');
+    expect(reasons[ids.both]).toBe('the entry has both a "record" and a "records" field; send one');
+    expect(reasons[ids.unknown]).toBe('unknown relationId "u9": not in this load and not stored');
+    expect(reasons[ids.taken]).toBe(`line 1: address ${A} already belongs to user "u1" (${ids.u1}:1)`);
+    expect(reasons[ids.dependent]).toBe('unknown relationId "u3": not in this load and not stored');
+    // The original fields travel with the reason.
+    expect(rejected[0]!.fields.record).toBe("not json");
+    expect(rejected[1]!.fields.other).toBe("x");
+
+    // Entries added while it runs are applied too.
+    await add(redis, STREAM, record({ type: "follow", from: "u1", to: "u2" }));
+    await drained(redis, STREAM);
+    expect(await setOf(store, "following", "u1")).toEqual(["u2"]);
+
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 4, records: 5, rejected: 6 });
+    expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
+  });
+
+  it("never acknowledges what the store refused, and a consumer killed with SIGKILL leaves its entries to another, which applies them", async () => {
+    await reset();
+    await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
+    const names: string[] = [];
+    for (let k = 0; k < 30; k++) {
+      const batch = Array.from({ length: 20 }, (_, j) => user(`k${k}_${j}`));
+      names.push(...batch.map((item) => (item as { relationId: string }).relationId));
+      await add(redis, STREAM, records([...batch, { type: "friend", a: `k${k}_0`, b: `k${k}_1` }]));
+    }
+    // Redis now refuses every write that needs memory: the store's, not the stream's reads and acks.
+    await redis.send(STREAM, ["CONFIG", "SET", "maxmemory", "1"]);
+    try {
+      const doomed = follow(env, ["--consumer", "doomed", "--claim-idle-ms", "60000"]);
+      await waitUntil("the doomed consumer holds every entry and retries", async () => {
+        const [count, , , holders] = await redis.send<[number, string, string, [string, string][] | null]>(STREAM, ["XPENDING", STREAM, "relgraph"]);
+        return count === 30 && holders?.[0]?.[0] === "doomed" && doomed.logs.some((line) => line.msg === "cannot apply entries; retrying");
+      });
+      expect(await known(store, names)).toBe(0);
+      doomed.child.kill("SIGKILL");
+      await doomed.exited;
+      expect((await groupState(redis, STREAM))?.pending).toBe(30);
+    } finally {
+      await redis.send(STREAM, ["CONFIG", "SET", "maxmemory", "0"]);
+    }
+
+    const heir = follow(env, ["--consumer", "heir", "--claim-idle-ms", "500"]);
+    await drained(redis, STREAM);
+    expect(await known(store, names)).toBe(names.length);
+    expect(await setOf(store, "friends", "k29_0")).toEqual(["k29_1"]);
+    expect(await stop(heir)).toBe(0);
+    expect(heir.stopped()).toMatchObject({ entries: 30, records: 30 * 21, claimed: 30, rejected: 0 });
+    expect(await entriesOf(redis, REJECTED)).toEqual([]);
+  });
+
+  it("on SIGTERM, finishes and acknowledges the unit in hand, leaves the rest unread, and exits 0", async () => {
+    await reset();
+    await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
+    const entryUsers: string[][] = [];
+    for (let k = 0; k < 40; k++) {
+      const batch = Array.from({ length: 500 }, (_, j) => `t${k}_${j}`);
+      entryUsers.push(batch);
+      await add(redis, STREAM, records(batch.map((name) => user(name))));
+    }
+    const follower = follow(env, ["--consumer", "c1", "--batch", "5"]);
+    await waitUntil("a unit is in hand", async () => (await groupState(redis, STREAM))!.pending > 0);
+    expect(await stop(follower)).toBe(0);
+    const state = await groupState(redis, STREAM);
+    const applied = Number(follower.stopped()?.entries);
+    expect(state).toEqual({ pending: 0, lag: 40 - applied });
+    expect(applied).toBeGreaterThan(0);
+    expect(await known(store, entryUsers.slice(0, applied).flat())).toBe(applied * 500);
+    expect(await known(store, entryUsers.slice(applied).flat())).toBe(0);
+  });
+
+  it("shares one stream between two consumers, each entry applied by one of them", async () => {
+    await reset();
+    const first = follow(env, ["--consumer", "first"]);
+    const second = follow(env, ["--consumer", "second"]);
+    await waitUntil("both consumers wait for entries", async () => {
+      const clients = await redis.send<string>(STREAM, ["CLIENT", "LIST"]);
+      return clients.split("\n").filter((line) => line.includes("cmd=xreadgroup")).length === 2;
+    });
+    const names = Array.from({ length: 60 }, (_, i) => `s${i}`);
+    for (const [i, name] of names.entries()) {
+      await add(redis, STREAM, record(user(name)));
+      if (i % 3 === 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await drained(redis, STREAM);
+    expect(await known(store, names)).toBe(60);
+    expect(await Promise.all([stop(first), stop(second)])).toEqual([0, 0]);
+    const counts = [first, second].map((follower) => Number(follower.stopped()?.entries));
+    expect(counts[0]! + counts[1]!).toBe(60);
+    expect(counts[0]).toBeGreaterThan(0);
+    expect(counts[1]).toBeGreaterThan(0);
+  });
+
+  it("rejects an entry delivered --max-deliveries times without being applied, and applies the rest its dead consumer held", async () => {
+    await reset();
+    await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
+    const poison = await add(redis, STREAM, record(user("p1")));
+    const innocent = await add(redis, STREAM, record(user("p2")));
+    // A consumer that read both and died; the first had already stopped four consumers before it.
+    await redis.send(STREAM, ["XREADGROUP", "GROUP", "relgraph", "ghost", "COUNT", "10", "STREAMS", STREAM, ">"]);
+    await redis.send(STREAM, ["XCLAIM", STREAM, "relgraph", "ghost", "0", poison, "RETRYCOUNT", "5"]);
+
+    const heir = follow(env, ["--consumer", "heir", "--claim-idle-ms", "200", "--max-deliveries", "5"]);
+    await drained(redis, STREAM);
+    expect(await known(store, ["p1", "p2"])).toBe(1);
+    expect(await known(store, ["p2"])).toBe(1);
+    const rejected = await entriesOf(redis, REJECTED);
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]!.fields).toMatchObject({ entry: poison, record: JSON.stringify(user("p1")) });
+    expect(rejected[0]!.fields.reason).toMatch(/^not applied after 5 deliveries/);
+    expect(await stop(heir)).toBe(0);
+    expect(heir.stopped()).toMatchObject({ entries: 1, rejected: 1, claimed: 1 });
+    void innocent;
+  });
+});
+
+describe("relgraph follow on a Redis Cluster", () => {
+  let cluster: TestRedisCluster;
+  let env: RedisEnv;
+  let redis: Commands;
+  let store: GraphStore;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    env = { REDIS_CLUSTER_NODES: cluster.nodes.join(",") };
+    redis = await connectCommands(env);
+    store = await createRedisStore({ clusterNodes: cluster.nodes });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await redis?.close();
+    await cluster?.stop();
+  });
+
+  it("applies entries, rejects to a stream in another slot, and takes over a dead consumer's entries", async () => {
+    const stream = "feed:cluster";
+    await redis.send(stream, ["XGROUP", "CREATE", stream, "relgraph", "0", "MKSTREAM"]);
+    await add(redis, stream, records([user("c1", [A]), user("c2", [B]), { type: "friend", a: "c1", b: "c2" }]));
+    const bad = await add(redis, stream, record({ type: "friend", a: "c1", b: "c1" }));
+    await add(redis, stream, record({ type: "follow", from: "c2", to: "c1" }));
+    // A consumer that read all three and died.
+    await redis.send(stream, ["XREADGROUP", "GROUP", "relgraph", "ghost", "COUNT", "10", "STREAMS", stream, ">"]);
+    // Entries are applied in order within a unit only: this one may come before the ghost's.
+    await add(redis, stream, record(user("c3")));
+
+    const follower = follow(env, ["--stream", stream, "--consumer", "heir", "--claim-idle-ms", "300"]);
+    await drained(redis, stream);
+    expect(await setOf(store, "friends", "c1")).toEqual(["c2"]);
+    expect(await setOf(store, "following", "c2")).toEqual(["c1"]);
+    expect(await known(store, ["c3"])).toBe(1);
+    const rejected = await entriesOf(redis, `${stream}:rejected`);
+    expect(rejected.map((entry) => [entry.fields.entry, entry.fields.reason])).toEqual([[bad, "a user cannot be their own friend"]]);
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 3, records: 5, rejected: 1, claimed: 3 });
+  });
+});
