@@ -6,6 +6,7 @@
  */
 import { createLoadValidator, IngestValidationError } from "../ingest/validate.js";
 import type { IngestTarget } from "../ingest/ingest.js";
+import type { GraphStore } from "../store/store.js";
 import type { IngestBatch } from "../store/store.js";
 
 /** One stream entry to apply: its stream id, and its records as JSON Lines (one line for `record`). */
@@ -21,7 +22,7 @@ export interface RejectedEntry {
 }
 
 /** What the feed needs of a store: what ingestion needs. */
-export type FeedTarget = IngestTarget;
+export type FeedTarget = IngestTarget & Pick<GraphStore, "exclusive">;
 
 /** Options of applyEntries. */
 export interface ApplyOptions {

@@ -18,8 +18,10 @@ Applies the change feed: consumes a Redis Stream through a consumer group on the
 (REDIS_URL) or Redis Cluster (REDIS_CLUSTER_NODES), until SIGINT or SIGTERM. Each entry holds a field
 "record" (one JSON record) or "records" (JSON Lines), in the ingestion format. An entry is
 acknowledged only once applied. An invalid entry is not applied: it goes to KEY:rejected with its
-reason, and the feed goes on. Run several consumers in one group to share the work; entries a
-consumer held when it died are taken over by another once idle for --claim-idle-ms.
+reason, and the feed goes on. Run several consumers in one group to share the work: they take turns
+under the store's write lease, so entries apply in stream order whichever consumer applies them,
+and entries a consumer held when it died are taken over by the next one once its lease has expired
+(WRITE_LEASE_MS).
 
 Options:
   --stream KEY            the stream (default ${DEFAULT_STREAM})
@@ -29,7 +31,6 @@ Options:
   --from ID               where a group created now starts: 0, the whole stream (default); $, only
                           entries added from now on; or after the entry with that id
   --batch N               most entries applied as one unit (default 10000)
-  --claim-idle-ms MS      take over another consumer's entries pending this long (default 30000)
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
   -h, --help              show this help
 
@@ -52,7 +53,6 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
         consumer: { type: "string" },
         from: { type: "string" },
         batch: { type: "string" },
-        "claim-idle-ms": { type: "string" },
         "max-deliveries": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -67,7 +67,6 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   const numbers: Record<string, number> = {};
   for (const [flag, fallback, max] of [
     ["batch", "10000", 1_000_000],
-    ["claim-idle-ms", "30000", 86_400_000],
     ["max-deliveries", "5", 1_000],
   ] as const) {
     const text = values[flag] ?? fallback;
@@ -120,7 +119,6 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     startId: from,
     unitEntries: numbers.batch,
     readCount: Math.min(1_000, numbers.batch!),
-    claimIdleMs: numbers["claim-idle-ms"],
     maxDeliveries: numbers["max-deliveries"],
     logger,
     onProgress: progressLogger(logger),

@@ -1,9 +1,11 @@
 /**
  * The change feed's consumer: reads a Redis Stream through a consumer group, applies entries in
  * units (apply-entries.ts), acknowledges them only once applied, takes over what dead consumers
- * left, and sends invalid entries to the rejected stream. Delivery is at least once; applying is
- * idempotent, so an entry applied twice (its consumer died between apply and acknowledgement)
- * leaves the state of one application.
+ * left, and sends invalid entries to the rejected stream. Consumers read and apply under the
+ * store's write lease, one at a time, so the graph takes the stream's changes in stream order. A
+ * unit's acknowledgement is part of its journalled write, so a unit a dead consumer left half
+ * written is completed and acknowledged by the next writer; entries read but not yet written are
+ * delivered again to the next lease holder, before anything newer.
  */
 import { StoreUnavailableError } from "../domain/errors.js";
 import { applyEntries, compareIds, type FeedEntry, type FeedTarget, type RejectedEntry } from "./apply-entries.js";
@@ -24,13 +26,11 @@ export interface FeedConsumerOptions {
   unitBytes?: number;
   /** How long a read waits for new entries (default 1,000 ms); also how long a stop may wait. */
   blockMs?: number;
-  /** Entries pending this long (default 30,000 ms) are taken over from their consumer, presumed dead. */
-  claimIdleMs?: number;
   /** An entry delivered this many times (default 5) without being applied goes to the rejected stream. */
   maxDeliveries?: number;
   /**
-   * Consumers of the group that hold nothing and have not read for this long (default 10 minutes,
-   * at least 10 × claimIdleMs) are removed from it, so that names of processes long gone (the
+   * Consumers of the group that hold nothing and have not read for this long (default 10 minutes)
+   * are removed from it, so that names of processes long gone (the
    * default HOST-PID) do not pile up. A live consumer reads every blockMs.
    */
   forgetIdleMs?: number;
@@ -92,10 +92,9 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   const unitEntries = options.unitEntries ?? 10_000;
   const unitBytes = options.unitBytes ?? 16 * 2 ** 20;
   const blockMs = options.blockMs ?? 1_000;
-  const claimIdleMs = options.claimIdleMs ?? 30_000;
   const maxDeliveries = options.maxDeliveries ?? 5;
   const progressMs = options.progressMs ?? 1_000;
-  const forgetIdleMs = options.forgetIdleMs ?? Math.max(600_000, 10 * claimIdleMs);
+  const forgetIdleMs = options.forgetIdleMs ?? 600_000;
   const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, lag: null, lastEntryAgeMs: null };
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -204,17 +203,11 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     return true;
   }
 
-  /** Applies a unit, keeping its entries from being claimed by others while it takes long. */
+  /** Applies a unit: an entry suspected of stopping its consumers is applied alone. */
   async function handle(unit: Unit): Promise<boolean> {
-    const ids = unit.entries.map((entry) => entry.id);
-    const keep = setInterval(() => void stream.touch(ids).catch(() => {}), Math.max(100, claimIdleMs / 3));
-    try {
-      if (!unit.alone) return await settle(unit.entries);
-      for (const entry of unit.entries) if (!(await settle([entry]))) return false;
-      return true;
-    } finally {
-      clearInterval(keep);
-    }
+    if (!unit.alone) return settle(unit.entries);
+    for (const entry of unit.entries) if (!(await settle([entry]))) return false;
+    return true;
   }
 
   /**
@@ -261,9 +254,9 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     }
   }
 
-  /** New entries: one read that waits, then more without waiting while reads come back full. */
+  /** New entries: one read, then more while reads come back full; none waits (waiting is waitForWork's). */
   async function readNew(): Promise<Unit | null> {
-    const entries = await stream.read(readCount, blockMs);
+    const entries = await stream.read(readCount, 0);
     let bytes = sizeOf(entries);
     let full = entries.length === readCount;
     while (full && entries.length < unitEntries && bytes < unitBytes && !stopping) {
@@ -302,26 +295,31 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
       const progress = setInterval(() => void report(previous), progressMs);
       try {
         if ((await persist("create the consumer group", () => stream.ensureGroup(options.startId ?? "0"))) === null) return { ...stats };
-        // What this consumer held when it last stopped comes first, with the same care as claims.
-        let resumed = false;
-        let nextClaimAt = 0;
         let nextForgetAt = 0;
         while (!stopping) {
-          let unit: Unit | null = null;
+          let stoppedMidUnit = false;
           try {
-            if (!resumed) {
-              unit = await claim(0, true);
-              resumed = unit === null;
-            } else if (Date.now() >= nextClaimAt) {
-              unit = await claim(claimIdleMs, false);
-              // After a take-over, look again at once: more may be waiting.
-              nextClaimAt = unit === null ? Date.now() + Math.max(100, claimIdleMs / 2) : 0;
+            // Waiting happens outside the write lease, so an idle consumer never holds up a writer.
+            if (!(await stream.waitForWork(blockMs))) {
+              if (Date.now() >= nextForgetAt) {
+                nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
+                await forgetGone();
+              }
+              continue;
             }
-            if (unit === null && Date.now() >= nextForgetAt) {
-              nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
-              await forgetGone();
-            }
-            unit ??= await readNew();
+            if (stopping) break;
+            // Reading and applying happen under the store's write lease: one consumer at a time reads
+            // the next entries and applies them, so the graph takes the stream's changes in stream
+            // order, whichever consumer applies them. Under the lease nobody else is applying, so an
+            // entry still pending was left by a consumer that died (or stalled past its lease) with
+            // it: it comes first, as it is older than anything not yet read.
+            await store.exclusive(
+              async () => {
+                const unit = (await claim(0, false)) ?? (await readNew());
+                if (unit && !(await handle(unit))) stoppedMidUnit = true;
+              },
+              { onNotice: (message: string) => logger?.info({}, message) },
+            );
           } catch (error) {
             if (stopping) break;
             logger?.warn({ err: describe(error) }, "cannot read the stream; retrying");
@@ -330,8 +328,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
             if (/^NOGROUP/.test((error as Error).message)) await stream.ensureGroup(options.startId ?? "0").catch(() => {});
             continue;
           }
-          if (unit && !(await handle(unit))) {
-            logger?.warn({ entries: unit.entries.length }, "stopped before the unit in hand was applied; its entries stay pending");
+          if (stoppedMidUnit) {
+            logger?.warn({}, "stopped before the unit in hand was applied; its entries stay pending");
             break;
           }
         }

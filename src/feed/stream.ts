@@ -42,8 +42,6 @@ export interface FeedStream {
   pendingIdle(minIdleMs: number, count: number, consumer?: string): Promise<PendingEntry[]>;
   /** Takes over entries still idle for `minIdleMs`; those another consumer took first are not returned. */
   claim(ids: readonly string[], minIdleMs: number): Promise<StreamEntry[]>;
-  /** Resets the idle time of entries this consumer holds, so that nobody claims them while they are applied. */
-  touch(ids: readonly string[]): Promise<void>;
   /** The group's consumers: how many entries each holds, and how long since each last read. */
   consumers(): Promise<{ name: string; pending: number; idleMs: number }[]>;
   /** Removes a consumer from the group (with its pending entries: only for one that holds none). */
@@ -52,6 +50,11 @@ export interface FeedStream {
   reject(id: string, reason: string, fields: readonly [string, string][]): Promise<void>;
   /** The group's lag; null when the group does not exist. */
   lag(): Promise<GroupLag | null>;
+  /**
+   * Resolves true as soon as the group has work, entries pending or not yet delivered, waiting up
+   * to `blockMs` for new ones; false when none came. Reads nothing for the group.
+   */
+  waitForWork(blockMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -85,6 +88,10 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
   const rejectedKey = `${key}:rejected`;
   const send = commands.send;
   async function lag(): Promise<GroupLag | null> {
+    const info = await groupInfo();
+    return info && { undelivered: info.undelivered, pending: info.pending };
+  }
+  async function groupInfo(): Promise<(GroupLag & { lastDelivered: string }) | null> {
     let groups: Reply[][];
     try {
       groups = (await send(key, ["XINFO", "GROUPS", key])) as Reply[][];
@@ -97,7 +104,11 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
       if (map.get("name") !== group) continue;
       const undelivered = map.get("lag");
-      return { undelivered: undelivered == null ? null : Number(undelivered), pending: Number(map.get("pending") ?? 0) };
+      return {
+        undelivered: undelivered == null ? null : Number(undelivered),
+        pending: Number(map.get("pending") ?? 0),
+        lastDelivered: String(map.get("last-delivered-id") ?? "0"),
+      };
     }
     return null;
   }
@@ -137,9 +148,6 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       // Redis 7 drops deleted entries from the pending list and leaves them out; older ones answer nil.
       return replies.flatMap((reply) => entriesOf((reply as Reply[]).filter((item) => item !== null)));
     },
-    async touch(ids) {
-      await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, "0", ...part, "JUSTID"])));
-    },
     async consumers() {
       const reply = (await send(key, ["XINFO", "CONSUMERS", key, group])) as Reply[][];
       return reply.map((info) => {
@@ -155,6 +163,14 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
     },
     lag,
+    async waitForWork(blockMs) {
+      const info = await groupInfo();
+      // No group yet: the caller creates it and looks again.
+      if (info === null || info.pending > 0) return true;
+      // Entries after the group's last delivered one, or the first that arrives within blockMs.
+      const reply = (await reads.send(key, ["XREAD", "COUNT", "1", "BLOCK", String(blockMs), "STREAMS", key, info.lastDelivered])) as Reply[] | null;
+      return reply !== null && reply.length > 0;
+    },
     async close() {
       await Promise.all([reads.close(), commands.close()]);
     },

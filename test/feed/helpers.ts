@@ -35,7 +35,8 @@ export interface Follower {
 
 export function startFollow(env: RedisEnv, args: string[]): Follower {
   const child = spawn(process.execPath, [RELGRAPH_CLI, "follow", ...args], {
-    env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", ...env },
+    // A short write lease, so that a consumer killed in a test is replaced within a second.
+    env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", WRITE_LEASE_MS: "800", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: Record<string, unknown>[] = [];
