@@ -1,3 +1,4 @@
+import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { FastifyInstance } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
@@ -6,9 +7,10 @@ import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
 import { toPublicError } from "./rpc/errors.js";
-import { createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
+import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
 import type { GraphStore } from "./store/store.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
@@ -29,6 +31,8 @@ export interface AppOptions {
   verifier: SiweVerifier;
   /** CORS_ORIGINS: origins browsers may call from (web/cors.ts); none by default. */
   corsOrigins?: readonly string[];
+  /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
 }
 
 /**
@@ -36,7 +40,7 @@ export interface AppOptions {
  * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
-  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [] } = options;
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes } = options;
   // Before any route: /openapi.json names every route served (web/openapi.ts).
   const routes = collectRoutes(app);
 
@@ -52,7 +56,12 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   // First, so that its hooks cover every route below, the in-process key nodes included.
   await registerCors(app, corsOrigins);
 
+  // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
+  const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
   await app.register(fastifyConnectPlugin, {
+    readMaxBytes: maxRequestBytes,
+    acceptCompression: cappedCompressions(maxRequestBytes, app.log),
+    contextValues: (request) => createContextValues().set(ADMITTED, admitted(request)),
     // grpc-js always advertises gzip, and compressing every reply over 1 KB halved gRPC throughput
     // (`npm run bench`). relgraph's replies are at most tens of KB, served to nearby services:
     // compress only the rare large one. Compressed requests are still accepted.
@@ -67,7 +76,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     },
   });
 
-  await app.register(restFacade, { service, gate });
+  await app.register(restFacade, { service, gate, maxRequestBytes });
   await app.register(webPages, { routes });
 
   app.get("/healthz", async () => ({ status: "ok" }));

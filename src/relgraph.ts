@@ -63,7 +63,16 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
   const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(
-    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes, corsOrigins: config.corsOrigins },
+    {
+      service,
+      gate,
+      store,
+      verifier,
+      keyNetwork: encryption.network,
+      keyNodes: encryption.keyNodes,
+      corsOrigins: config.corsOrigins,
+      maxRequestBytes: config.maxRequestBytes,
+    },
     { logLevel: options.logLevel ?? config.logLevel },
   );
   const closeResources = async () => {

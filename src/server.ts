@@ -51,9 +51,17 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
       }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",
+    // REST is GET only, so no legal request under /api/v1/ has a body this large either.
+    bodyLimit: app.maxRequestBytes,
     return503OnClosing: true,
   });
-  const unary = createUnaryCaller({ service: RelationService, impl: app.service, gate: app.gate, log: server.log });
+  const unary = createUnaryCaller({
+    service: RelationService,
+    impl: app.service,
+    gate: app.gate,
+    log: server.log,
+    maxRequestBytes: app.maxRequestBytes,
+  });
   grpcUnary = createGrpcUnaryPath(unary);
   connectUnary = createConnectUnaryPath(unary);
   await server.register(relgraphApp, app);

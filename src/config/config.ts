@@ -38,6 +38,8 @@ export interface Config {
   logLevel: string;
   /** WRITE_LEASE_MS: how long a writer (ingest, follow) killed outright keeps others waiting before they take over. */
   writeLeaseMs: number;
+  /** MAX_REQUEST_BYTES: largest request body, before and after decompression; the largest legal request is a few KB. */
+  maxRequestBytes: number;
 }
 
 /** Fields whose values must never be logged. */
@@ -73,6 +75,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),
+    maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {

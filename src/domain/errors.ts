@@ -61,6 +61,14 @@ export class InvalidArgumentError extends RelgraphError {
   readonly code = "11600";
 }
 
+/**
+ * Thrown when a request body is larger than MAX_REQUEST_BYTES, before or after decompression. It is a
+ * bad request (11600) that HTTP shows as 413 and gRPC as RESOURCE_EXHAUSTED (rpc/errors.ts).
+ */
+export class RequestTooLargeError extends RelgraphError {
+  readonly code = "11600";
+}
+
 /** Thrown when a queried user (or address) does not exist. */
 export class UserNotFoundError extends RelgraphError {
   readonly code = "11602";

@@ -12,6 +12,8 @@ import { InvalidArgumentError } from "../domain/errors.js";
 import { toPublicError } from "../rpc/errors.js";
 import { API_KEY_HEADER, type RequestGate } from "../rpc/interceptors.js";
 import { toContractJson } from "../rpc/json.js";
+import { tooLarge } from "../rpc/unary-call.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 import type { RelationServiceMethods } from "../rpc/relation-service.js";
 import {
   decodeMutualContractInteraction,
@@ -64,6 +66,8 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
 export interface RestFacadeOptions {
   service: RelationServiceMethods;
   gate: RequestGate;
+  /** Largest request body (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
 }
 
 /**
@@ -71,11 +75,19 @@ export interface RestFacadeOptions {
  * RPC implementation, and wraps the response's JSON in the spec's envelope. It holds no logic of
  * its own and never touches the store.
  */
-export async function restFacade(app: FastifyInstance, { service, gate }: RestFacadeOptions): Promise<void> {
+export async function restFacade(app: FastifyInstance, { service, gate, maxRequestBytes }: RestFacadeOptions): Promise<void> {
   const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
     const failure = toPublicError(err, request.log);
     return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
   };
+
+  // REST is GET only and never reads a body; one declared over the cap is refused rather than drained.
+  app.addHook("onRequest", async (request, reply) => {
+    const length = request.headers["content-length"];
+    if (length === undefined || Number(length) <= maxRequestBytes) return;
+    endUnreadRequest(request.raw, reply.raw);
+    return sendError(request, reply, tooLarge(maxRequestBytes));
+  });
 
   for (const { path, call, response } of REST_ROUTES) {
     app.get(path, async (request, reply) => {

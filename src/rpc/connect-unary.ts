@@ -5,6 +5,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { InvalidArgumentError } from "../domain/errors.js";
 import type { RequestClaim } from "../transport/one-port.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
@@ -38,15 +39,19 @@ export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
           method,
           path: req.url!,
           apiKey: headerValue(req.headers[API_KEY_HEADER]),
+          contentLength: headerValue(req.headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
           timeoutHeader: "connect-timeout-ms",
-          readRequest: async () => decodeRequest(method, await readBody(req), binary),
+          readRequest: async () => decodeRequest(method, await readBody(req, caller.maxRequestBytes), binary),
         },
         (reply) => (binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
       )
       .then(
         (body) => respond(res, 200, binary ? "application/proto" : "application/json", body),
-        (error: ConnectError) => respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {})),
+        (error: ConnectError) => {
+          endUnreadRequest(req, res);
+          respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {}));
+        },
       )
       // The connection can close before the answer is written; it then has nowhere to go.
       .catch(() => req.destroy());

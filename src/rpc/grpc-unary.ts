@@ -5,6 +5,7 @@ import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grp
 import { InvalidArgumentError } from "../domain/errors.js";
 import { encodeGrpcMessage } from "../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../transport/one-port.js";
+import { closeUnreadStream } from "../transport/unread-body.js";
 import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
@@ -41,9 +42,10 @@ export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
           method,
           path: path!,
           apiKey: headerValue(headers[API_KEY_HEADER]),
+          contentLength: headerValue(headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
           timeoutHeader: "grpc-timeout",
-          readRequest: async () => decodeRequest(method, await readBody(stream)),
+          readRequest: async () => decodeRequest(method, await readBody(stream, caller.maxRequestBytes)),
         },
         (reply) => toBinaryFast(method.output, reply),
       )
@@ -86,7 +88,7 @@ function respondOk(stream: ServerHttp2Stream, message: Uint8Array): void {
  * A trailers-only response: connect-es's own setTrailerStatus builds grpc-status and
  * grpc-status-details-bin, and grpc-message is encoded as the gRPC spec says (see grpc-message.ts).
  */
-function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
+export function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
   if (stream.destroyed || stream.closed) return;
   const headers: OutgoingHttpHeaders = { ...RESPONSE_HEADERS };
   setTrailerStatus(new Headers(), error).forEach((value, name) => {
@@ -94,4 +96,5 @@ function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
   });
   headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
   stream.respond(headers, { endStream: true });
+  closeUnreadStream(stream);
 }

@@ -2,7 +2,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { InvalidArgumentError } from "../domain/errors.js";
+import { InvalidArgumentError, RequestTooLargeError } from "../domain/errors.js";
 import { toConnectError, type ErrorLogger } from "./errors.js";
 import type { RequestGate } from "./interceptors.js";
 
@@ -24,6 +24,8 @@ export interface UnaryCallerOptions {
   impl: object;
   gate: RequestGate;
   log: ErrorLogger & { info(obj: object, msg?: string): void };
+  /** Largest request body accepted (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
 }
 
 /** One unary call as a protocol hands it over. */
@@ -32,6 +34,8 @@ export interface UnaryInvocation {
   /** The request path, for the log. */
   path: string;
   apiKey: string | undefined;
+  /** The request's content-length header, when it has one: an oversized body is refused before it is read. */
+  contentLength?: string | undefined;
   /** The protocol's deadline header as connect-es parses it, and the header's name for errors. */
   timeout: { timeoutMs?: number; error?: ConnectError };
   timeoutHeader: string;
@@ -41,6 +45,8 @@ export interface UnaryInvocation {
 
 /** Runs unary calls of one service. */
 export interface UnaryCaller {
+  /** Largest request body accepted; the protocols read bodies with readBody(stream, maxRequestBytes). */
+  readonly maxRequestBytes: number;
   /** The unary method served at `path` ("/package.Service/Method"), if any. */
   methodAt(path: string | undefined): DescMethod | undefined;
   /**
@@ -51,20 +57,23 @@ export interface UnaryCaller {
 }
 
 /** Creates the unary caller of `service`. */
-export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptions): UnaryCaller {
+export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes }: UnaryCallerOptions): UnaryCaller {
   const methods = new Map<string, DescMethod>();
   for (const method of service.methods) {
     if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
   }
   const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
-  async function run<T>({ method, apiKey, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
-    const request = await readRequest();
+  async function run<T>({ method, apiKey, contentLength, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
+    // The key is checked before the body is read, so a caller without one cannot make relgraph read anything.
     await gate.admit(apiKey);
+    if (contentLength !== undefined && Number(contentLength) > maxRequestBytes) throw tooLarge(maxRequestBytes);
+    const request = await readRequest();
     return encode(await implementation[method.localName]!(request));
   }
 
   return {
+    maxRequestBytes,
     methodAt: (path) => (path === undefined ? undefined : methods.get(path)),
     async call(invocation, encode) {
       const started = performance.now();
@@ -104,23 +113,33 @@ async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined):
   }
 }
 
-/** Largest request body the fast paths accept; relgraph's requests are a few hundred bytes (50 identities at most). */
-export const MAX_REQUEST_BYTES = 1 << 20;
+/** The error an oversized request gets, on every protocol. */
+export function tooLarge(maxBytes: number): RequestTooLargeError {
+  return new RequestTooLargeError(`the request is larger than ${maxBytes} bytes (MAX_REQUEST_BYTES)`);
+}
 
-/** The whole body of a request stream; rejects when it closes first or grows past MAX_REQUEST_BYTES. */
-export function readBody(stream: Readable | Http2ServerRequest): Promise<Buffer> {
+/**
+ * The whole body of a request stream; rejects when it closes first or grows past `maxBytes`. An
+ * oversized body stops being read at once: the caller answers, and the transport drops the rest.
+ */
+export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // An empty body can have ended already, while the ApiKey was being checked.
+    if (stream.readableEnded) return resolve(Buffer.alloc(0));
     const chunks: Buffer[] = [];
     let size = 0;
-    stream.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_REQUEST_BYTES) {
-        reject(new InvalidArgumentError(`the request is larger than ${MAX_REQUEST_BYTES} bytes`));
+      if (size > maxBytes) {
+        stream.off("data", onData);
         stream.pause();
+        chunks.length = 0;
+        reject(tooLarge(maxBytes));
         return;
       }
       chunks.push(chunk);
-    });
+    };
+    stream.on("data", onData);
     stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     stream.once("close", () => reject(new Error("the client closed the stream before sending its request")));
   });
