@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
+import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
+import { redactUrlsDeep } from "./config/redact.js";
 import { createConnectUnaryPath } from "./rpc/connect-unary.js";
 import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
@@ -33,6 +35,9 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
           redact: ["req.headers.apikey", "req.headers.authorization"],
           serializers: {
             req: (req) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
+            // Driver and RPC errors quote the URL they failed on, credentials included.
+            err: (err: Error) => redactUrlsDeep(stdSerializers.err(err)) as ReturnType<typeof stdSerializers.err>,
+            cause: (cause: unknown) => redactUrlsDeep(cause instanceof Error ? stdSerializers.err(cause) : cause),
           },
         };
   // Unary gRPC and Connect calls are served below Fastify (rpc/unary-call.ts says why). They log

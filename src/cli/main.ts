@@ -4,6 +4,7 @@ import { runDecrypt, runKeygen, runKeynode } from "../crypto/cli.js";
 import { runEval } from "../eval/cli.js";
 import { runFollow } from "../feed/cli.js";
 import { runGenerate, runIngest } from "../ingest/cli.js";
+import { redactUrlsIn } from "../config/redact.js";
 import { runKeys } from "./keys.js";
 import { runServe } from "./serve.js";
 
@@ -66,7 +67,7 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`relgraph: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`relgraph: ${redactUrlsIn(err instanceof Error ? err.message : String(err))}\n`);
     process.exitCode = 1;
   },
 );

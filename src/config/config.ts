@@ -1,3 +1,5 @@
+import { redactUrl } from "./redact.js";
+
 /**
  * relgraph's configuration, read once from the environment (CLI flags may override) and validated
  * into a typed, frozen object. Each default sits beside its field. Secret fields are listed in
@@ -44,6 +46,9 @@ export interface Config {
 
 /** Fields whose values must never be logged. */
 export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorSecret"];
+
+/** URL fields, which may carry credentials (a password, a provider key); logs show them through redactUrl. */
+export const URL_FIELDS: readonly (keyof Config)[] = ["redisUrl", "ethRpcUrl"];
 
 /** Thrown when the environment or a flag holds a value relgraph cannot use. */
 export class ConfigError extends Error {
@@ -99,6 +104,10 @@ export function redactConfig(config: Readonly<Config>): Record<string, unknown> 
     const value = config[field];
     if (Array.isArray(value)) copy[field] = value.map(() => "[redacted]");
     else if (value !== null && value !== undefined) copy[field] = "[redacted]";
+  }
+  for (const field of URL_FIELDS) {
+    const value = config[field];
+    if (typeof value === "string") copy[field] = redactUrl(value);
   }
   return copy;
 }
