@@ -27,6 +27,8 @@ export interface AppOptions {
   keyNetwork: PublicKeyNetwork | null;
   /** Key nodes served inside this server (the development network only). */
   keyNodes?: { prefix: string; share: KeyShare }[];
+  /** Decryption-share requests each in-process key node takes per client address. */
+  keyNodeRateLimit?: { perSecond: number; burst: number };
   /** Verifies the authorizations that in-process key nodes receive. */
   verifier: SiweVerifier;
   /** CORS_ORIGINS: origins browsers may call from (web/cors.ts); none by default. */
@@ -40,7 +42,7 @@ export interface AppOptions {
  * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
-  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes } = options;
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes, keyNodeRateLimit } = options;
   // Before any route: /openapi.json names every route served (web/openapi.ts).
   const routes = collectRoutes(app);
 
@@ -95,6 +97,6 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     return keyNetwork;
   });
   for (const node of keyNodes) {
-    await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier });
+    await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier, rateLimit: keyNodeRateLimit });
   }
 }

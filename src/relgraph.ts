@@ -4,7 +4,7 @@ import { createApiKeyAuthenticator } from "./auth/api-keys.js";
 import { createRateLimiter } from "./auth/rate-limit.js";
 import { createRequestGate } from "./auth/request-gate.js";
 import { createSiweVerifier } from "./auth/siwe.js";
-import type { Config } from "./config/config.js";
+import { ConfigError, type Config } from "./config/config.js";
 import { createDevKeyNetwork } from "./crypto/dev-network.js";
 import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
@@ -57,7 +57,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
     maxAgeSeconds: config.siweMaxAgeSeconds,
     ethRpcUrl: config.ethRpcUrl,
   });
-  const encryption = await createEncryption(config);
+  const encryption = await createEncryption(config, store.engine);
   notices.push(encryption.notice);
   // Without CURSOR_SECRET, cursors are valid only on this process (documented in the README).
   const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
@@ -71,6 +71,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
       keyNetwork: encryption.network,
       keyNodes: encryption.keyNodes,
       corsOrigins: config.corsOrigins,
+      keyNodeRateLimit: { perSecond: config.keyNodeRatePerSecond, burst: config.keyNodeRateBurst },
       maxRequestBytes: config.maxRequestBytes,
     },
     { logLevel: options.logLevel ?? config.logLevel },
@@ -91,7 +92,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
 }
 
 /** The encryption backend chosen by configuration, and the key network the server publishes. */
-async function createEncryption(config: Readonly<Config>): Promise<{
+async function createEncryption(config: Readonly<Config>, engine: string): Promise<{
   encryptor: ResultEncryptor;
   network: PublicKeyNetwork | null;
   keyNodes: { prefix: string; share: KeyShare }[];
@@ -111,6 +112,12 @@ async function createEncryption(config: Readonly<Config>): Promise<{
       keyNodes: [],
       notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
     };
+  }
+  if (engine !== "memory" && !config.devKeyNetwork) {
+    throw new ConfigError(
+      "KEY_NETWORK_FILE is not set: with a real store relgraph will not run the development key network " +
+        "(every share in this one process) unless DEV_KEY_NETWORK=1 says so. Deal a network with `relgraph keygen`.",
+    );
   }
   const dev = createDevKeyNetwork();
   return {

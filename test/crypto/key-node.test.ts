@@ -13,6 +13,8 @@ const verifier = createSiweVerifier({ domains: [], maxAgeSeconds: 86400 });
 const alice = Wallet.createRandom();
 const bob = Wallet.createRandom();
 const hash = "ab".repeat(32);
+/** These tests send many requests from one address; the limit itself is tested in key-node-limits.test.ts. */
+const UNLIMITED = { perSecond: 1_000_000, burst: 1_000_000 };
 
 let dev: DevKeyNetwork;
 let app: FastifyInstance;
@@ -21,7 +23,7 @@ let base: string;
 beforeAll(async () => {
   dev = createDevKeyNetwork();
   app = Fastify();
-  for (const { prefix, share } of dev.nodes) await app.register(keyNodeRoutes, { prefix, share, verifier });
+  for (const { prefix, share } of dev.nodes) await app.register(keyNodeRoutes, { prefix, share, verifier, rateLimit: UNLIMITED });
   base = await app.listen({ port: 0, host: "127.0.0.1" });
 });
 afterAll(() => app.close());
