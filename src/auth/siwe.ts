@@ -1,8 +1,11 @@
 import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyMessage } from "ethers";
 import { SiweMessage } from "siwe";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
+import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 
-export { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
+export { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT };
+/** Every statement relgraph issues authorizations under: what a key node accepts. */
+export const RELGRAPH_STATEMENTS: readonly string[] = [PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT];
 
 /**
  * How far a client's clock may run ahead of ours: `issuedAt` and `notBefore` are accepted up to this
@@ -48,7 +51,7 @@ export interface SiweVerifier {
    * AuthorizationExpiredError (10100) or, when ETH_RPC_URL cannot be reached, UpstreamUnavailableError.
    * `statement: null` accepts any statement.
    */
-  verify(input: { sig: string; message: string; statement: string | null }): Promise<VerifiedAuthorization>;
+  verify(input: { sig: string; message: string; statement: string | readonly string[] | null }): Promise<VerifiedAuthorization>;
 }
 
 /**
@@ -70,8 +73,9 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
         throw new InvalidAuthorizationError("sig must be a 65-byte signature: 0x followed by 130 hex digits");
       }
       const siwe = parse(message);
-      if (statement !== null && siwe.statement !== statement) {
-        throw new InvalidAuthorizationError(`message statement must be "${statement}"`);
+      const statements = statement === null ? null : typeof statement === "string" ? [statement] : statement;
+      if (statements !== null && !statements.includes(siwe.statement ?? "")) {
+        throw new InvalidAuthorizationError(`message statement must be ${statements.map((s) => `"${s}"`).join(" or ")}`);
       }
       if (domains.size > 0 && !domains.has(siwe.domain.toLowerCase())) {
         throw new InvalidAuthorizationError(`message domain "${siwe.domain}" is not accepted`);

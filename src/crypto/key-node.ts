@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from "fastify";
 import { createRateLimiter } from "../auth/rate-limit.js";
+import { RELGRAPH_STATEMENTS } from "../auth/siwe.js";
 import { RateLimitedError, RelgraphError } from "../domain/errors.js";
 import { registerCors } from "../web/cors.js";
 import { decodeScalar, hashIdentity } from "./bls.js";
@@ -26,7 +27,7 @@ import { parseKeyShare, type KeyShare } from "./key-network.js";
  * are RelgraphErrors become 401 (10100/10101) or 503 (50300) with their message.
  */
 export interface AuthorizationVerifier {
-  verify(input: { sig: string; message: string; statement: string | null }): Promise<{ address: string }>;
+  verify(input: { sig: string; message: string; statement: string | readonly string[] | null }): Promise<{ address: string }>;
 }
 
 /** Options of keyNodeRoutes. */
@@ -189,8 +190,8 @@ function parseRequest(body: unknown) {
 
 async function verify(verifier: AuthorizationVerifier, sig: string, message: string) {
   try {
-    // Any statement: relgraph issues Profile and Relationship-graph authorizations, and both decrypt.
-    return await verifier.verify({ sig, message, statement: null });
+    // Either of relgraph's statements, and no other: a sign-in given to some other site decrypts nothing.
+    return await verifier.verify({ sig, message, statement: RELGRAPH_STATEMENTS });
   } catch (error) {
     if (error instanceof RelgraphError) {
       const status = error.code === "50300" ? 503 : 401;
