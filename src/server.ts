@@ -7,6 +7,7 @@ import { createConnectUnaryPath } from "./rpc/connect-unary.js";
 import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
 import { createUnaryCaller } from "./rpc/unary-call.js";
+import { answerClientError } from "./transport/client-errors.js";
 import { createOnePortServer, type Http2StreamClaim, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
 
 /** Options of createServer. */
@@ -59,6 +60,7 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     // REST is GET only, so no legal request under /api/v1/ has a body this large either.
     bodyLimit: app.maxRequestBytes,
     return503OnClosing: true,
+    clientErrorHandler: answerClientError,
   });
   const unary = createUnaryCaller({
     service: RelationService,

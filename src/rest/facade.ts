@@ -102,14 +102,14 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
     });
   }
 
-  // Unknown paths under /api/v1/ still require the key first, then answer in the envelope.
-  app.get("/api/v1/*", async (request, reply) => {
+  // Unknown paths and methods under /api/v1/ still require the key first, then answer in the envelope.
+  app.all("/api/v1/*", async (request, reply) => {
     try {
       await gate.admit(apiKeyOf(request));
     } catch (err) {
       return sendError(request, reply, err);
     }
-    const failure = toPublicError(new InvalidArgumentError(`no such operation: GET ${request.url.split("?")[0]}`));
+    const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
     return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
   });
 }
