@@ -74,7 +74,15 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
       keyNodeRateLimit: { perSecond: config.keyNodeRatePerSecond, burst: config.keyNodeRateBurst },
       maxRequestBytes: config.maxRequestBytes,
     },
-    { logLevel: options.logLevel ?? config.logLevel },
+    {
+      logLevel: options.logLevel ?? config.logLevel,
+      limits: {
+        headersTimeoutMs: config.headersTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        maxConcurrentStreams: config.maxConcurrentStreams,
+      },
+    },
   );
   const closeResources = async () => {
     await encryption.encryptor.close();

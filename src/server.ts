@@ -8,7 +8,7 @@ import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
 import { createUnaryCaller } from "./rpc/unary-call.js";
 import { answerClientError } from "./transport/client-errors.js";
-import { createOnePortServer, type Http2StreamClaim, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
+import { createOnePortServer, type Http2StreamClaim, type SlowClientLimits, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
 
 /** Options of createServer. */
 export interface ServerOptions {
@@ -16,6 +16,8 @@ export interface ServerOptions {
   logLevel: string | false;
   /** How long in-flight requests and HTTP/2 sessions may finish on close. */
   closeGraceMs?: number;
+  /** Timeouts and HTTP/2 stream limits against slow clients; the transport's defaults otherwise. */
+  limits?: Partial<SlowClientLimits>;
 }
 
 /** Query parameters that are credentials: a SIWE authorization stays valid until it expires. */
@@ -51,6 +53,7 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     serverFactory: (handler) =>
       createOnePortServer(handler as OnePortHandler, {
         closeGraceMs,
+        limits: options.limits,
         claimStream: (stream, headers) => grpcUnary(stream, headers),
         // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
         claimRequest: (req, res) => req.headers.origin === undefined && connectUnary(req, res),

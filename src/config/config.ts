@@ -50,6 +50,14 @@ export interface Config {
   logLevel: string;
   /** WRITE_LEASE_MS: how long a writer (ingest, follow) killed outright keeps others waiting before they take over. */
   writeLeaseMs: number;
+  /** HTTP_HEADERS_TIMEOUT_MS: a connection must send its request headers (or h2c preface) within this. */
+  headersTimeoutMs: number;
+  /** HTTP_REQUEST_TIMEOUT_MS: an HTTP/1.1 request must arrive whole, and an HTTP/2 stream stay active, within this. */
+  requestTimeoutMs: number;
+  /** HTTP_IDLE_TIMEOUT_MS: idle HTTP/1.1 keep-alive connections and HTTP/2 sessions are closed after this. */
+  idleTimeoutMs: number;
+  /** HTTP2_MAX_CONCURRENT_STREAMS: streams one HTTP/2 connection may have open at once. */
+  maxConcurrentStreams: number;
   /** MAX_REQUEST_BYTES: largest request body, before and after decompression; the largest legal request is a few KB. */
   maxRequestBytes: number;
 }
@@ -93,6 +101,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),
+    headersTimeoutMs: integer(env, "HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 3_600_000),
+    requestTimeoutMs: integer(env, "HTTP_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    idleTimeoutMs: integer(env, "HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
+    maxConcurrentStreams: integer(env, "HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
     maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     ...overrides,
   };
