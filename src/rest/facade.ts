@@ -103,14 +103,19 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
   }
 
   // Unknown paths and methods under /api/v1/ still require the key first, then answer in the envelope.
-  app.all("/api/v1/*", async (request, reply) => {
-    try {
-      await gate.admit(apiKeyOf(request));
-    } catch (err) {
-      return sendError(request, reply, err);
-    }
-    const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
-    return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+  // OPTIONS is left out: a CORS preflight is web/cors.ts's to answer, or to find no route.
+  app.route({
+    method: ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"],
+    url: "/api/v1/*",
+    handler: async (request, reply) => {
+      try {
+        await gate.admit(apiKeyOf(request));
+      } catch (err) {
+        return sendError(request, reply, err);
+      }
+      const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
+      return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+    },
   });
 }
 
