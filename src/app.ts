@@ -15,6 +15,9 @@ import type { GraphStore } from "./store/store.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
 
+/** /readyz answers within a second, as the contract says, even while the store hangs. */
+const READY_TIMEOUT_MS = 900;
+
 /** Path where the server publishes its key network (public material; no ApiKey needed). */
 export const KEY_NETWORK_PATH = "/key-network";
 
@@ -84,7 +87,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (request, reply) => {
     try {
-      await store.ping();
+      await within(store.ping(), READY_TIMEOUT_MS);
       return { status: "ready" };
     } catch (err) {
       request.log.warn({ err }, "readiness check failed");
@@ -98,5 +101,18 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   });
   for (const node of keyNodes) {
     await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier, rateLimit: keyNodeRateLimit });
+  }
+}
+
+/** Rejects when `work` has not settled within `ms`. */
+async function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
