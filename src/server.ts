@@ -8,6 +8,7 @@ import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
 import { createUnaryCaller } from "./rpc/unary-call.js";
 import { answerClientError } from "./transport/client-errors.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
 import { createOnePortServer, type Http2StreamClaim, type SlowClientLimits, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
 
 /** Options of createServer. */
@@ -64,6 +65,12 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     bodyLimit: app.maxRequestBytes,
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
+    // X-Request-Id is accepted (when sane) or generated; Fastify puts it in every log line as reqId.
+    requestIdHeader: false,
+    genReqId: (req) => requestIdOf(req.headers),
+  });
+  server.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
   });
   const unary = createUnaryCaller({
     service: RelationService,

@@ -62,7 +62,7 @@ function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectErro
     if (!grpcWeb && stream !== undefined) {
       // gRPC's trailers-only form, as the fast path answers it: one HEADERS frame that ends the stream.
       reply.hijack();
-      respondError(stream, error);
+      respondError(stream, error, request.id);
       return reply;
     }
     const headers: Record<string, string> = { "content-type": "application/grpc-web+proto" };

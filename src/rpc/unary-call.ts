@@ -23,7 +23,7 @@ export interface UnaryCallerOptions {
   /** The same implementation connect-es serves: one async method per RPC, by its local name. */
   impl: object;
   gate: RequestGate;
-  log: ErrorLogger & { info(obj: object, msg?: string): void };
+  log: ErrorLogger & { info(obj: object, msg?: string): void; child?(bindings: object): ErrorLogger };
   /** Largest request body accepted (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
 }
@@ -33,6 +33,8 @@ export interface UnaryInvocation {
   method: DescMethod;
   /** The request path, for the log. */
   path: string;
+  /** X-Request-Id, accepted or generated (transport/request-id.ts): echoed, and in the log line. */
+  requestId: string;
   apiKey: string | undefined;
   /** The request's content-length header, when it has one: an oversized body is refused before it is read. */
   contentLength?: string | undefined;
@@ -84,11 +86,11 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes }:
         return await withDeadline(run(invocation, encode), timeout.timeoutMs);
       } catch (err) {
         // A deadline the client set is the client's; every other failure speaks the contract's codes.
-        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log);
+        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
         code = failure.code;
         throw failure;
       } finally {
-        log.info({ rpc: invocation.path, code, responseTime: performance.now() - started }, "request completed");
+        log.info({ reqId: invocation.requestId, rpc: invocation.path, code, responseTime: performance.now() - started }, "request completed");
       }
     },
   };
