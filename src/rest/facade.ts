@@ -8,7 +8,7 @@ import {
   RelationService,
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { InvalidArgumentError } from "../domain/errors.js";
+import { InvalidArgumentError, RateLimitedError } from "../domain/errors.js";
 import { toPublicError } from "../rpc/errors.js";
 import { API_KEY_HEADER, type RequestGate } from "../rpc/interceptors.js";
 import { toContractJson } from "../rpc/json.js";
@@ -78,6 +78,7 @@ export interface RestFacadeOptions {
 export async function restFacade(app: FastifyInstance, { service, gate, maxRequestBytes }: RestFacadeOptions): Promise<void> {
   const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
     const failure = toPublicError(err, request.log);
+    if (err instanceof RateLimitedError) reply.header("retry-after", String(err.retryAfterSeconds));
     return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
   };
 
