@@ -8,6 +8,7 @@ import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
 import { toPublicError } from "./rpc/errors.js";
 import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
@@ -78,6 +79,8 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
       });
       // Reflection carries only the public schema, so it needs no ApiKey: `buf curl` works bare.
       registerReflection(router, { services: [RelationService] });
+      // Like /readyz, for Kubernetes gRPC probes and grpc_health_probe: no ApiKey.
+      registerHealth(router, { services: [RelationService], ready: () => within(store.ping(), READY_TIMEOUT_MS).then(() => true) });
     },
   });
 
