@@ -12,6 +12,7 @@ import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
+import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
@@ -39,6 +40,8 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
+  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in server.ts. */
+  metrics?: RelgraphMetrics;
 }
 
 /**
@@ -46,7 +49,7 @@ export interface AppOptions {
  * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
-  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes, keyNodeRateLimit } = options;
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes, keyNodeRateLimit, metrics } = options;
   // Before any route: /openapi.json names every route served (web/openapi.ts).
   const routes = collectRoutes(app);
 
@@ -87,6 +90,14 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   await app.register(restFacade, { service, gate, maxRequestBytes });
   await app.register(webPages, { routes });
 
+  if (metrics) {
+    app.addHook("onResponse", async (request, reply) => {
+      const operation = request.routeOptions.url ?? "unknown";
+      metrics.observeRequest(operation, protocolOf(request.headers["content-type"], operation), String(reply.statusCode), reply.elapsedTime / 1000);
+    });
+    app.get("/metrics", async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  }
+
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (request, reply) => {
     try {
@@ -105,6 +116,15 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   for (const node of keyNodes) {
     await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier, rateLimit: keyNodeRateLimit });
   }
+}
+
+/** The protocol of a request Fastify answered, for metrics labels. */
+function protocolOf(contentType: string | undefined, operation: string): string {
+  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType?.startsWith("application/grpc")) return "grpc";
+  if (operation.startsWith("/api/v1/")) return "rest";
+  if (operation.startsWith("/relgraph.") || operation.startsWith("/grpc.")) return "connect";
+  return "http";
 }
 
 /** Rejects when `work` has not settled within `ms`. */

@@ -12,6 +12,7 @@ import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
 import { GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
+import { createMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";
 import type { GraphStore } from "./store/store.js";
 
@@ -41,7 +42,10 @@ export interface Relgraph {
  * The composition root: builds authorization, encryption, queries and the service over `store`
  * from the configuration. `relgraph serve` and the tests compose the server through here alike.
  */
-export async function createRelgraph(config: Readonly<Config>, store: GraphStore, options: RelgraphOptions = {}): Promise<Relgraph> {
+export async function createRelgraph(config: Readonly<Config>, rawStore: GraphStore, options: RelgraphOptions = {}): Promise<Relgraph> {
+  const metrics = createMetrics();
+  // Every store call is timed and its failures counted (GET /metrics); close() stays the raw store's.
+  const store = withStoreMetrics(rawStore, metrics);
   const notices: string[] = [];
   const staticKeys = [...config.apiKeys];
   if (options.devApiKey) {
@@ -73,6 +77,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
       corsOrigins: config.corsOrigins,
       keyNodeRateLimit: { perSecond: config.keyNodeRatePerSecond, burst: config.keyNodeRateBurst },
       maxRequestBytes: config.maxRequestBytes,
+      metrics,
     },
     {
       logLevel: options.logLevel ?? config.logLevel,

@@ -78,6 +78,7 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     gate: app.gate,
     log: server.log,
     maxRequestBytes: app.maxRequestBytes,
+    observe: app.metrics?.observeRequest,
   });
   grpcUnary = createGrpcUnaryPath(unary);
   connectUnary = createConnectUnaryPath(unary);

@@ -41,6 +41,7 @@ export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
           method,
           path: req.url!,
           requestId,
+          protocol: "connect",
           apiKey: headerValue(req.headers[API_KEY_HEADER]),
           contentLength: headerValue(req.headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),

@@ -44,6 +44,7 @@ export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
           method,
           path: path!,
           requestId,
+          protocol: "grpc",
           apiKey: headerValue(headers[API_KEY_HEADER]),
           contentLength: headerValue(headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),

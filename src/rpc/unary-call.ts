@@ -26,6 +26,8 @@ export interface UnaryCallerOptions {
   log: ErrorLogger & { info(obj: object, msg?: string): void; child?(bindings: object): ErrorLogger };
   /** Largest request body accepted (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
+  /** Told of every finished call: its method, "grpc" or "connect", its code, and its time in seconds. */
+  observe?: (operation: string, protocol: string, code: string, seconds: number) => void;
 }
 
 /** One unary call as a protocol hands it over. */
@@ -33,6 +35,8 @@ export interface UnaryInvocation {
   method: DescMethod;
   /** The request path, for the log. */
   path: string;
+  /** "grpc" or "connect", for metrics. */
+  protocol: string;
   /** X-Request-Id, accepted or generated (transport/request-id.ts): echoed, and in the log line. */
   requestId: string;
   apiKey: string | undefined;
@@ -59,7 +63,7 @@ export interface UnaryCaller {
 }
 
 /** Creates the unary caller of `service`. */
-export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes }: UnaryCallerOptions): UnaryCaller {
+export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, observe }: UnaryCallerOptions): UnaryCaller {
   const methods = new Map<string, DescMethod>();
   for (const method of service.methods) {
     if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
@@ -90,7 +94,9 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes }:
         code = failure.code;
         throw failure;
       } finally {
-        log.info({ reqId: invocation.requestId, rpc: invocation.path, code, responseTime: performance.now() - started }, "request completed");
+        const elapsed = performance.now() - started;
+        log.info({ reqId: invocation.requestId, rpc: invocation.path, code, responseTime: elapsed }, "request completed");
+        observe?.(invocation.path, invocation.protocol, String(code), elapsed / 1000);
       }
     },
   };
