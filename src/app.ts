@@ -1,3 +1,4 @@
+import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { FastifyInstance } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
@@ -6,12 +7,18 @@ import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
 import { toPublicError } from "./rpc/errors.js";
-import { createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
+import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
+import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
+
+/** /readyz answers within a second, as the contract says, even while the store hangs. */
+const READY_TIMEOUT_MS = 900;
 
 /** Path where the server publishes its key network (public material; no ApiKey needed). */
 export const KEY_NETWORK_PATH = "/key-network";
@@ -25,10 +32,16 @@ export interface AppOptions {
   keyNetwork: PublicKeyNetwork | null;
   /** Key nodes served inside this server (the development network only). */
   keyNodes?: { prefix: string; share: KeyShare }[];
+  /** Decryption-share requests each in-process key node takes per client address. */
+  keyNodeRateLimit?: { perSecond: number; burst: number };
   /** Verifies the authorizations that in-process key nodes receive. */
   verifier: SiweVerifier;
   /** CORS_ORIGINS: origins browsers may call from (web/cors.ts); none by default. */
   corsOrigins?: readonly string[];
+  /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
+  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in server.ts. */
+  metrics?: RelgraphMetrics;
 }
 
 /**
@@ -36,7 +49,7 @@ export interface AppOptions {
  * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
-  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [] } = options;
+  const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes, keyNodeRateLimit, metrics } = options;
   // Before any route: /openapi.json names every route served (web/openapi.ts).
   const routes = collectRoutes(app);
 
@@ -52,7 +65,12 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   // First, so that its hooks cover every route below, the in-process key nodes included.
   await registerCors(app, corsOrigins);
 
+  // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
+  const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
   await app.register(fastifyConnectPlugin, {
+    readMaxBytes: maxRequestBytes,
+    acceptCompression: cappedCompressions(maxRequestBytes, app.log),
+    contextValues: (request) => createContextValues().set(ADMITTED, admitted(request)),
     // grpc-js always advertises gzip, and compressing every reply over 1 KB halved gRPC throughput
     // (`npm run bench`). relgraph's replies are at most tens of KB, served to nearby services:
     // compress only the rare large one. Compressed requests are still accepted.
@@ -64,16 +82,26 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
       });
       // Reflection carries only the public schema, so it needs no ApiKey: `buf curl` works bare.
       registerReflection(router, { services: [RelationService] });
+      // Like /readyz, for Kubernetes gRPC probes and grpc_health_probe: no ApiKey.
+      registerHealth(router, { services: [RelationService], ready: () => within(store.ping(), READY_TIMEOUT_MS).then(() => true) });
     },
   });
 
-  await app.register(restFacade, { service, gate });
+  await app.register(restFacade, { service, gate, maxRequestBytes });
   await app.register(webPages, { routes });
+
+  if (metrics) {
+    app.addHook("onResponse", async (request, reply) => {
+      const operation = request.routeOptions.url ?? "unknown";
+      metrics.observeRequest(operation, protocolOf(request.headers["content-type"], operation), String(reply.statusCode), reply.elapsedTime / 1000);
+    });
+    app.get("/metrics", async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  }
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (request, reply) => {
     try {
-      await store.ping();
+      await within(store.ping(), READY_TIMEOUT_MS);
       return { status: "ready" };
     } catch (err) {
       request.log.warn({ err }, "readiness check failed");
@@ -86,6 +114,28 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     return keyNetwork;
   });
   for (const node of keyNodes) {
-    await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier });
+    await app.register(keyNodeRoutes, { prefix: node.prefix, share: node.share, verifier, rateLimit: keyNodeRateLimit });
+  }
+}
+
+/** The protocol of a request Fastify answered, for metrics labels. */
+function protocolOf(contentType: string | undefined, operation: string): string {
+  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType?.startsWith("application/grpc")) return "grpc";
+  if (operation.startsWith("/api/v1/")) return "rest";
+  if (operation.startsWith("/relgraph.") || operation.startsWith("/grpc.")) return "connect";
+  return "http";
+}
+
+/** Rejects when `work` has not settled within `ms`. */
+async function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -4,7 +4,7 @@ import { createApiKeyAuthenticator } from "./auth/api-keys.js";
 import { createRateLimiter } from "./auth/rate-limit.js";
 import { createRequestGate } from "./auth/request-gate.js";
 import { createSiweVerifier } from "./auth/siwe.js";
-import type { Config } from "./config/config.js";
+import { ConfigError, type Config } from "./config/config.js";
 import { createDevKeyNetwork } from "./crypto/dev-network.js";
 import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
@@ -12,6 +12,7 @@ import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
 import { GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
+import { createMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";
 import type { GraphStore } from "./store/store.js";
 
@@ -41,7 +42,10 @@ export interface Relgraph {
  * The composition root: builds authorization, encryption, queries and the service over `store`
  * from the configuration. `relgraph serve` and the tests compose the server through here alike.
  */
-export async function createRelgraph(config: Readonly<Config>, store: GraphStore, options: RelgraphOptions = {}): Promise<Relgraph> {
+export async function createRelgraph(config: Readonly<Config>, rawStore: GraphStore, options: RelgraphOptions = {}): Promise<Relgraph> {
+  const metrics = createMetrics();
+  // Every store call is timed and its failures counted (GET /metrics); close() stays the raw store's.
+  const store = withStoreMetrics(rawStore, metrics);
   const notices: string[] = [];
   const staticKeys = [...config.apiKeys];
   if (options.devApiKey) {
@@ -57,14 +61,33 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
     maxAgeSeconds: config.siweMaxAgeSeconds,
     ethRpcUrl: config.ethRpcUrl,
   });
-  const encryption = await createEncryption(config);
+  const encryption = await createEncryption(config, store.engine);
   notices.push(encryption.notice);
   // Without CURSOR_SECRET, cursors are valid only on this process (documented in the README).
   const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(
-    { service, gate, store, verifier, keyNetwork: encryption.network, keyNodes: encryption.keyNodes, corsOrigins: config.corsOrigins },
-    { logLevel: options.logLevel ?? config.logLevel },
+    {
+      service,
+      gate,
+      store,
+      verifier,
+      keyNetwork: encryption.network,
+      keyNodes: encryption.keyNodes,
+      corsOrigins: config.corsOrigins,
+      keyNodeRateLimit: { perSecond: config.keyNodeRatePerSecond, burst: config.keyNodeRateBurst },
+      maxRequestBytes: config.maxRequestBytes,
+      metrics,
+    },
+    {
+      logLevel: options.logLevel ?? config.logLevel,
+      limits: {
+        headersTimeoutMs: config.headersTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        maxConcurrentStreams: config.maxConcurrentStreams,
+      },
+    },
   );
   const closeResources = async () => {
     await encryption.encryptor.close();
@@ -82,7 +105,7 @@ export async function createRelgraph(config: Readonly<Config>, store: GraphStore
 }
 
 /** The encryption backend chosen by configuration, and the key network the server publishes. */
-async function createEncryption(config: Readonly<Config>): Promise<{
+async function createEncryption(config: Readonly<Config>, engine: string): Promise<{
   encryptor: ResultEncryptor;
   network: PublicKeyNetwork | null;
   keyNodes: { prefix: string; share: KeyShare }[];
@@ -102,6 +125,12 @@ async function createEncryption(config: Readonly<Config>): Promise<{
       keyNodes: [],
       notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
     };
+  }
+  if (engine !== "memory" && !config.devKeyNetwork) {
+    throw new ConfigError(
+      "KEY_NETWORK_FILE is not set: with a real store relgraph will not run the development key network " +
+        "(every share in this one process) unless DEV_KEY_NETWORK=1 says so. Deal a network with `relgraph keygen`.",
+    );
   }
   const dev = createDevKeyNetwork();
   return {

@@ -1,11 +1,15 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
+import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
+import { redactUrlsDeep } from "./config/redact.js";
 import { createConnectUnaryPath } from "./rpc/connect-unary.js";
 import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
 import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
 import { createUnaryCaller } from "./rpc/unary-call.js";
-import { createOnePortServer, type Http2StreamClaim, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
+import { answerClientError } from "./transport/client-errors.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
+import { createOnePortServer, type Http2StreamClaim, type SlowClientLimits, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
 
 /** Options of createServer. */
 export interface ServerOptions {
@@ -13,6 +17,8 @@ export interface ServerOptions {
   logLevel: string | false;
   /** How long in-flight requests and HTTP/2 sessions may finish on close. */
   closeGraceMs?: number;
+  /** Timeouts and HTTP/2 stream limits against slow clients; the transport's defaults otherwise. */
+  limits?: Partial<SlowClientLimits>;
 }
 
 /** Query parameters that are credentials: a SIWE authorization stays valid until it expires. */
@@ -33,6 +39,9 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
           redact: ["req.headers.apikey", "req.headers.authorization"],
           serializers: {
             req: (req) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
+            // Driver and RPC errors quote the URL they failed on, credentials included.
+            err: (err: Error) => redactUrlsDeep(stdSerializers.err(err)) as ReturnType<typeof stdSerializers.err>,
+            cause: (cause: unknown) => redactUrlsDeep(cause instanceof Error ? stdSerializers.err(cause) : cause),
           },
         };
   // Unary gRPC and Connect calls are served below Fastify (rpc/unary-call.ts says why). They log
@@ -45,15 +54,32 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     serverFactory: (handler) =>
       createOnePortServer(handler as OnePortHandler, {
         closeGraceMs,
+        limits: options.limits,
         claimStream: (stream, headers) => grpcUnary(stream, headers),
         // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
         claimRequest: (req, res) => req.headers.origin === undefined && connectUnary(req, res),
       }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",
+    // REST is GET only, so no legal request under /api/v1/ has a body this large either.
+    bodyLimit: app.maxRequestBytes,
     return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+    // X-Request-Id is accepted (when sane) or generated; Fastify puts it in every log line as reqId.
+    requestIdHeader: false,
+    genReqId: (req) => requestIdOf(req.headers),
   });
-  const unary = createUnaryCaller({ service: RelationService, impl: app.service, gate: app.gate, log: server.log });
+  server.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+  const unary = createUnaryCaller({
+    service: RelationService,
+    impl: app.service,
+    gate: app.gate,
+    log: server.log,
+    maxRequestBytes: app.maxRequestBytes,
+    observe: app.metrics?.observeRequest,
+  });
   grpcUnary = createGrpcUnaryPath(unary);
   connectUnary = createConnectUnaryPath(unary);
   await server.register(relgraphApp, app);

@@ -58,6 +58,12 @@ export interface ApiKeyAuthenticatorOptions {
    * long a revoked key keeps working on an instance that saw it just before it was revoked.
    */
   cacheTtlMs?: number;
+  /**
+   * How long an unknown key's refusal is reused, in milliseconds (default 1000), so that a client
+   * repeating a bad key does not reach the store each time. A key first tried, refused, then
+   * created works after at most this long.
+   */
+  negativeCacheTtlMs?: number;
   /** The clock in milliseconds; injectable for tests. */
   now?: () => number;
 }
@@ -71,13 +77,14 @@ export interface ApiKeyAuthenticator {
   authenticate(key: string | undefined): Promise<{ keyId: string }>;
 }
 
-/** Most cached lookups kept at once; beyond that the oldest entry makes room. */
+/** Most cached lookups kept at once, of known and of unknown keys each; beyond that the oldest entry makes room. */
 const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Creates the authenticator. Static keys are compared in constant time by hash. Managed keys are
  * looked up by hash in the store; a hit is cached for `cacheTtlMs`, so a revocation takes effect on
- * every instance within that time. Misses are not cached, so a newly created key works at once.
+ * every instance within that time. Misses are cached for `negativeCacheTtlMs`, in a cache of their own,
+ * so that unknown keys cannot push known ones out.
  */
 export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): ApiKeyAuthenticator {
   const staticKeys = options.staticKeys.map((key) => {
@@ -88,6 +95,9 @@ export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): 
   const now = options.now ?? Date.now;
   /** Hash of a managed key → its id and when the cached answer stops being trusted. */
   const cache = new Map<string, { keyId: string; until: number }>();
+  const negativeTtlMs = options.negativeCacheTtlMs ?? 1_000;
+  /** Hash of an unknown or revoked key → when its refusal stops being trusted. */
+  const unknown = new Map<string, number>();
 
   return {
     async authenticate(key) {
@@ -107,17 +117,28 @@ export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): 
       const cached = cache.get(hash);
       if (cached !== undefined && cached.until > at) return { keyId: cached.keyId };
       cache.delete(hash);
+      const refusedUntil = unknown.get(hash);
+      if (refusedUntil !== undefined && refusedUntil > at) throw new InvalidApiKeyError("ApiKey is unknown or revoked");
+      unknown.delete(hash);
 
       const record = await storeCall(() => options.store.apiKeyByHash(hash));
-      if (record === null || record.revokedAt !== null) throw new InvalidApiKeyError("ApiKey is unknown or revoked");
-      if (cache.size >= MAX_CACHED_KEYS) {
-        const oldest = cache.keys().next();
-        if (!oldest.done) cache.delete(oldest.value);
+      if (record === null || record.revokedAt !== null) {
+        remember(unknown, hash, at + negativeTtlMs);
+        throw new InvalidApiKeyError("ApiKey is unknown or revoked");
       }
-      cache.set(hash, { keyId: record.id, until: at + ttlMs });
+      remember(cache, hash, { keyId: record.id, until: at + ttlMs });
       return { keyId: record.id };
     },
   };
+}
+
+/** Sets an entry in a bounded cache: when it is full, the oldest entry makes room. */
+function remember<V>(cache: Map<string, V>, hash: string, value: V): void {
+  if (cache.size >= MAX_CACHED_KEYS) {
+    const oldest = cache.keys().next();
+    if (!oldest.done) cache.delete(oldest.value);
+  }
+  cache.set(hash, value);
 }
 
 /** Runs a store call so that any failure surfaces as a RelgraphError (StoreUnavailableError unless the store said otherwise). */

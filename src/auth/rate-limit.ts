@@ -56,7 +56,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       buckets.set(keyId, bucket);
       if (bucket.tokens < 1) {
         const waitSeconds = Math.ceil((1 - bucket.tokens) / perMs / 1000);
-        throw new RateLimitedError(`rate limit exceeded for this ApiKey; retry in ${waitSeconds} s`);
+        throw new RateLimitedError(`rate limit exceeded for this ApiKey; retry in ${waitSeconds} s`, waitSeconds);
       }
       bucket.tokens -= 1;
     },

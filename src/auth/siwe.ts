@@ -1,8 +1,11 @@
 import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyMessage } from "ethers";
 import { SiweMessage } from "siwe";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
+import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 
-export { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
+export { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT };
+/** Every statement relgraph issues authorizations under: what a key node accepts. */
+export const RELGRAPH_STATEMENTS: readonly string[] = [PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT];
 
 /**
  * How far a client's clock may run ahead of ours: `issuedAt` and `notBefore` are accepted up to this
@@ -48,7 +51,7 @@ export interface SiweVerifier {
    * AuthorizationExpiredError (10100) or, when ETH_RPC_URL cannot be reached, UpstreamUnavailableError.
    * `statement: null` accepts any statement.
    */
-  verify(input: { sig: string; message: string; statement: string | null }): Promise<VerifiedAuthorization>;
+  verify(input: { sig: string; message: string; statement: string | readonly string[] | null }): Promise<VerifiedAuthorization>;
 }
 
 /**
@@ -61,6 +64,7 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
   const skewMs = CLOCK_SKEW_SECONDS * 1000;
   const now = options.now ?? (() => new Date());
   const ethRpcUrl = options.ethRpcUrl ?? null;
+  const codeCache = createCodeCache();
 
   return {
     async verify({ sig, message, statement }) {
@@ -70,8 +74,9 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
         throw new InvalidAuthorizationError("sig must be a 65-byte signature: 0x followed by 130 hex digits");
       }
       const siwe = parse(message);
-      if (statement !== null && siwe.statement !== statement) {
-        throw new InvalidAuthorizationError(`message statement must be "${statement}"`);
+      const statements = statement === null ? null : typeof statement === "string" ? [statement] : statement;
+      if (statements !== null && !statements.includes(siwe.statement ?? "")) {
+        throw new InvalidAuthorizationError(`message statement must be ${statements.map((s) => `"${s}"`).join(" or ")}`);
       }
       if (domains.size > 0 && !domains.has(siwe.domain.toLowerCase())) {
         throw new InvalidAuthorizationError(`message domain "${siwe.domain}" is not accepted`);
@@ -81,7 +86,7 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
       const notBefore = siwe.notBefore === undefined ? null : date(siwe.notBefore, "Not Before");
 
       if (!signedByEoa(message, sig, siwe.address)) {
-        if (ethRpcUrl === null || !(await signedByContract(ethRpcUrl, message, sig, siwe))) {
+        if (ethRpcUrl === null || !(await signedByContract(ethRpcUrl, message, sig, siwe, codeCache))) {
           throw new InvalidAuthorizationError(`sig is not a signature of message by ${siwe.address}`);
         }
       }
@@ -108,6 +113,41 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
         issuedAt,
         expirationTime,
       };
+    },
+  };
+}
+
+/** Whether an address holds contract code, per chain, as last seen. */
+interface CodeCache {
+  get(key: string): boolean | undefined;
+  set(key: string, hasCode: boolean): void;
+}
+
+/** Addresses whose code status is remembered at once; beyond that the oldest makes room. */
+const MAX_CODE_CACHE = 10_000;
+/**
+ * How long a code status is trusted. An EOA can gain code (a counterfactual wallet deployed later, an
+ * EIP-7702 delegation), so "no code" is rechecked after 10 minutes; contracts rarely lose theirs.
+ */
+const NO_CODE_TTL_MS = 10 * 60_000;
+const CODE_TTL_MS = 60 * 60_000;
+
+function createCodeCache(now: () => number = Date.now): CodeCache {
+  const entries = new Map<string, { hasCode: boolean; until: number }>();
+  return {
+    get(key) {
+      const entry = entries.get(key);
+      if (entry === undefined) return undefined;
+      if (entry.until > now()) return entry.hasCode;
+      entries.delete(key);
+      return undefined;
+    },
+    set(key, hasCode) {
+      if (entries.size >= MAX_CODE_CACHE) {
+        const oldest = entries.keys().next();
+        if (!oldest.done) entries.delete(oldest.value);
+      }
+      entries.set(key, { hasCode, until: now() + (hasCode ? CODE_TTL_MS : NO_CODE_TTL_MS) });
     },
   };
 }
@@ -147,15 +187,25 @@ function signedByEoa(message: string, sig: string, address: string): boolean {
  * EIP-1271: asks the contract at the message's address whether it accepts `sig` for the message's
  * EIP-191 hash. Per EIP-4361 contract accounts are resolved on the message's Chain ID, so a message
  * for another chain than ETH_RPC_URL serves is not valid rather than checked on the wrong chain.
- * A revert or a non-contract address means "not valid"; any other failure is the upstream's.
+ * A revert or a non-contract address means "not valid"; any other failure is the upstream's. Only an
+ * address that holds code is asked (eth_getCode first, its answer cached), so a bad EOA signature
+ * costs one call the first time its address is seen, and none after.
  */
-async function signedByContract(url: string, message: string, sig: string, siwe: SiweMessage): Promise<boolean> {
+async function signedByContract(url: string, message: string, sig: string, siwe: SiweMessage, codeCache: CodeCache): Promise<boolean> {
   if (!Number.isSafeInteger(siwe.chainId) || siwe.chainId < 1) return false;
+  const key = `${siwe.chainId}:${siwe.address.toLowerCase()}`;
+  // An address known to hold no code is an EOA: its bad signature is simply bad, with no call.
+  if (codeCache.get(key) === false) return false;
   const request = new FetchRequest(url);
   request.timeout = ETH_RPC_TIMEOUT_MS;
   // A static network stops ethers from probing the chain in a retry loop when the endpoint is down.
   const provider = new JsonRpcProvider(request, siwe.chainId, { staticNetwork: true, batchMaxCount: 1 });
   try {
+    if (codeCache.get(key) === undefined) {
+      const hasCode = (await provider.getCode(siwe.address)) !== "0x";
+      codeCache.set(key, hasCode);
+      if (!hasCode) return false;
+    }
     const data = EIP1271.encodeFunctionData("isValidSignature", [hashMessage(message), sig]);
     const [chainId, result] = await Promise.all([
       provider.send("eth_chainId", []) as Promise<unknown>,

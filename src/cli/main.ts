@@ -4,7 +4,9 @@ import { runDecrypt, runKeygen, runKeynode } from "../crypto/cli.js";
 import { runEval } from "../eval/cli.js";
 import { runFollow } from "../feed/cli.js";
 import { runGenerate, runIngest } from "../ingest/cli.js";
+import { redactUrlsIn } from "../config/redact.js";
 import { runKeys } from "./keys.js";
+import { packageVersion } from "./version.js";
 import { runServe } from "./serve.js";
 
 const HELP = `Usage: relgraph <command> [options]
@@ -20,8 +22,8 @@ Commands:
   decrypt --server URL --sig SIG --message-file FILE   decrypt an EncryptedData read on stdin
   eval linkpred|convert           measure recommendation quality on held-out edges
 
-Run "relgraph <command> --help" for a command's options. Configuration comes from the environment;
-see README.md ("Configuration").
+Run "relgraph <command> --help" for a command's options, "relgraph --version" for the version.
+Configuration comes from the environment; see README.md ("Configuration").
 `;
 
 const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
@@ -48,6 +50,10 @@ const YOUNG_GENERATION_MB = 128;
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "ingest" || command === "follow" || command === "serve") setFlagsFromString(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
+  if (command === "--version" || command === "-V" || command === "version") {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(HELP);
     return command === undefined ? 2 : 0;
@@ -66,7 +72,7 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`relgraph: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`relgraph: ${redactUrlsIn(err instanceof Error ? err.message : String(err))}\n`);
     process.exitCode = 1;
   },
 );

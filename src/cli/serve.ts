@@ -77,7 +77,15 @@ export async function runServe(argv: string[], io: ServeIo): Promise<number> {
     say(`store: ${store.engine}`);
   }
 
-  const relgraph = await createRelgraph(config, store, { devApiKey: embedded && config.apiKeys.length === 0 });
+  let relgraph;
+  try {
+    relgraph = await createRelgraph(config, store, { devApiKey: embedded && config.apiKeys.length === 0 });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    await store.close();
+    io.stderr.write(`relgraph serve: ${err.message}\n`);
+    return 2;
+  }
   for (const line of relgraph.notices) say(line);
   const { server } = relgraph;
   server.log.info({ config: redactConfig(config) }, "configuration");

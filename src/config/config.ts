@@ -1,3 +1,5 @@
+import { redactUrl } from "./redact.js";
+
 /**
  * relgraph's configuration, read once from the environment (CLI flags may override) and validated
  * into a typed, frozen object. Each default sits beside its field. Secret fields are listed in
@@ -30,6 +32,16 @@ export interface Config {
   cursorSecret: string | null;
   /** KEY_NETWORK_FILE: the public key-network file written by `relgraph keygen`; null runs a dev network in-process. */
   keyNetworkFile: string | null;
+  /**
+   * DEV_KEY_NETWORK: allow the in-process development key network with a real store (REDIS_URL or a
+   * cluster). Without it, such a server refuses to start with no KEY_NETWORK_FILE: one process holding
+   * every share protects nothing.
+   */
+  devKeyNetwork: boolean;
+  /** KEY_NODE_RATE_LIMIT_PER_SECOND: sustained decryption-share requests per second per client address, per key node. */
+  keyNodeRatePerSecond: number;
+  /** KEY_NODE_RATE_LIMIT_BURST: decryption-share requests a client address may make at once, per key node. */
+  keyNodeRateBurst: number;
   /** ENCRYPTION_BACKEND: "relgraph" (threshold key nodes) or "lit" (Lit Protocol network). */
   encryptionBackend: "relgraph" | "lit";
   /** LIT_NETWORK: the Lit network used when ENCRYPTION_BACKEND=lit. */
@@ -38,10 +50,23 @@ export interface Config {
   logLevel: string;
   /** WRITE_LEASE_MS: how long a writer (ingest, follow) killed outright keeps others waiting before they take over. */
   writeLeaseMs: number;
+  /** HTTP_HEADERS_TIMEOUT_MS: a connection must send its request headers (or h2c preface) within this. */
+  headersTimeoutMs: number;
+  /** HTTP_REQUEST_TIMEOUT_MS: an HTTP/1.1 request must arrive whole, and an HTTP/2 stream stay active, within this. */
+  requestTimeoutMs: number;
+  /** HTTP_IDLE_TIMEOUT_MS: idle HTTP/1.1 keep-alive connections and HTTP/2 sessions are closed after this. */
+  idleTimeoutMs: number;
+  /** HTTP2_MAX_CONCURRENT_STREAMS: streams one HTTP/2 connection may have open at once. */
+  maxConcurrentStreams: number;
+  /** MAX_REQUEST_BYTES: largest request body, before and after decompression; the largest legal request is a few KB. */
+  maxRequestBytes: number;
 }
 
 /** Fields whose values must never be logged. */
 export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorSecret"];
+
+/** URL fields, which may carry credentials (a password, a provider key); logs show them through redactUrl. */
+export const URL_FIELDS: readonly (keyof Config)[] = ["redisUrl", "ethRpcUrl"];
 
 /** Thrown when the environment or a flag holds a value relgraph cannot use. */
 export class ConfigError extends Error {
@@ -69,10 +94,18 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 0, 0, 1_000_000),
     cursorSecret: text(env, "CURSOR_SECRET"),
     keyNetworkFile: text(env, "KEY_NETWORK_FILE"),
+    devKeyNetwork: flag(env, "DEV_KEY_NETWORK"),
+    keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
+    keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
     encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),
     litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),
+    headersTimeoutMs: integer(env, "HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 3_600_000),
+    requestTimeoutMs: integer(env, "HTTP_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    idleTimeoutMs: integer(env, "HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
+    maxConcurrentStreams: integer(env, "HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
+    maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {
@@ -97,6 +130,10 @@ export function redactConfig(config: Readonly<Config>): Record<string, unknown> 
     if (Array.isArray(value)) copy[field] = value.map(() => "[redacted]");
     else if (value !== null && value !== undefined) copy[field] = "[redacted]";
   }
+  for (const field of URL_FIELDS) {
+    const value = config[field];
+    if (typeof value === "string") copy[field] = redactUrl(value);
+  }
   return copy;
 }
 
@@ -112,6 +149,13 @@ function list(env: Env, name: string): string[] {
     .split(",")
     .map((item) => item.trim())
     .filter((item) => item.length > 0);
+}
+
+function flag(env: Env, name: string): boolean {
+  const value = text(env, name)?.toLowerCase();
+  if (value === undefined || value === null || value === "0" || value === "false") return false;
+  if (value === "1" || value === "true") return true;
+  throw new ConfigError(`${name}: expected 1, true, 0 or false, got "${value}"`);
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {

@@ -98,8 +98,9 @@ Options:
   --host H       interface to bind (default: HOST, else 0.0.0.0)
   -h, --help     show this help
 
-Environment: CORS_ORIGINS, SIWE_DOMAINS, SIWE_MAX_AGE_SECONDS (default 86400), ETH_RPC_URL, LOG_LEVEL, as for
-'relgraph serve'.
+Environment: CORS_ORIGINS, SIWE_DOMAINS, SIWE_MAX_AGE_SECONDS (default 86400), ETH_RPC_URL, LOG_LEVEL,
+KEY_NODE_RATE_LIMIT_PER_SECOND (default 10) and KEY_NODE_RATE_LIMIT_BURST (default 20) per client
+address, as for 'relgraph serve'.
 `;
 
 /** `relgraph keynode --share FILE [--port P]`: runs until SIGINT or SIGTERM. */
@@ -127,6 +128,7 @@ export async function runKeynode(argv: string[], io: CommandIo = PROCESS_IO): Pr
       port,
       host: values.host ?? config.host,
       corsOrigins: config.corsOrigins,
+      rateLimit: { perSecond: config.keyNodeRatePerSecond, burst: config.keyNodeRateBurst },
       logger: { level: config.logLevel, stream: io.stderr },
     });
     io.stdout.write(

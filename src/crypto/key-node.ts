@@ -1,5 +1,7 @@
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from "fastify";
-import { RelgraphError } from "../domain/errors.js";
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from "fastify";
+import { createRateLimiter } from "../auth/rate-limit.js";
+import { RELGRAPH_STATEMENTS } from "../auth/siwe.js";
+import { RateLimitedError, RelgraphError } from "../domain/errors.js";
 import { registerCors } from "../web/cors.js";
 import { decodeScalar, hashIdentity } from "./bls.js";
 import { signDecryptionShare } from "./decryption-share.js";
@@ -15,8 +17,9 @@ import { parseKeyShare, type KeyShare } from "./key-network.js";
  * Request:  { accessControlConditions, dataToEncryptHash: "<64 hex>",
  *             authSig: { sig: "0x…", signedMessage: "<EIP-4361 text>", address?: "0x…" } }
  * Response: 200 { index: i, signatureShare: "<hex: index byte ‖ compressed G2>" }
- * Errors:   400/401/403/503 { error: "bad_request" | "unauthorized" | "forbidden" | "unavailable",
- *           message, code? } where code is relgraph's code for authorization failures.
+ * Errors:   400/401/403/429/503 { error: "bad_request" | "unauthorized" | "forbidden" | "rate_limited" |
+ *           "unavailable", message, code? } where code is relgraph's code for authorization failures
+ *           and rate limits (429 carries Retry-After).
  */
 
 /**
@@ -24,7 +27,7 @@ import { parseKeyShare, type KeyShare } from "./key-network.js";
  * are RelgraphErrors become 401 (10100/10101) or 503 (50300) with their message.
  */
 export interface AuthorizationVerifier {
-  verify(input: { sig: string; message: string; statement: string | null }): Promise<{ address: string }>;
+  verify(input: { sig: string; message: string; statement: string | readonly string[] | null }): Promise<{ address: string }>;
 }
 
 /** Options of keyNodeRoutes. */
@@ -32,7 +35,15 @@ export interface KeyNodeOptions {
   /** This node's share; validated against its network when the plugin registers. */
   share: KeyShare;
   verifier: AuthorizationVerifier;
+  /**
+   * Decryption-share requests per client address (each costs ~20 ms of CPU, a pairing-friendly hash
+   * and a scalar multiplication); default DEFAULT_KEY_NODE_RATE_LIMIT.
+   */
+  rateLimit?: { perSecond: number; burst: number };
 }
+
+/** The default rate limit of a key node, per client address (KEY_NODE_RATE_LIMIT_PER_SECOND / _BURST). */
+export const DEFAULT_KEY_NODE_RATE_LIMIT = { perSecond: 10, burst: 20 };
 
 /** Largest accepted request body; a real request is well under 2 KiB. */
 const BODY_LIMIT = 64 * 1024;
@@ -40,7 +51,7 @@ const BODY_LIMIT = 64 * 1024;
 /** Thrown inside a request to answer with a 4xx/503 status and a JSON error. */
 class KeyNodeRequestError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 503,
+    readonly status: 400 | 401 | 403 | 429 | 503,
     message: string,
     readonly code?: string,
   ) {
@@ -49,7 +60,7 @@ class KeyNodeRequestError extends Error {
   }
 }
 
-const ERROR_KINDS = { 400: "bad_request", 401: "unauthorized", 403: "forbidden", 503: "unavailable" } as const;
+const ERROR_KINDS = { 400: "bad_request", 401: "unauthorized", 403: "forbidden", 429: "rate_limited", 503: "unavailable" } as const;
 
 /**
  * The key node's routes as an encapsulated Fastify plugin, so that it can be mounted at a prefix
@@ -60,6 +71,7 @@ export const keyNodeRoutes: FastifyPluginAsync<KeyNodeOptions> = async (app, opt
   const share = parseKeyShare(options.share);
   const secret = decodeScalar(share.secretShare, "secretShare");
   const verifier = options.verifier;
+  const limiter = createRateLimiter(options.rateLimit ?? DEFAULT_KEY_NODE_RATE_LIMIT);
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof KeyNodeRequestError) {
@@ -76,7 +88,18 @@ export const keyNodeRoutes: FastifyPluginAsync<KeyNodeOptions> = async (app, opt
 
   app.get("/healthz", async () => ({ status: "ok", index: share.index }));
 
-  app.post("/v1/decryption-share", { bodyLimit: BODY_LIMIT }, async (request) => {
+  // Limited before the body is parsed: a refused caller costs no JSON parse and no pairing.
+  const limit = async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      limiter.take(request.ip);
+    } catch (error) {
+      if (!(error instanceof RateLimitedError)) throw error;
+      reply.header("retry-after", String(error.retryAfterSeconds));
+      throw new KeyNodeRequestError(429, error.message.replace("this ApiKey", "this client"), error.code);
+    }
+  };
+
+  app.post("/v1/decryption-share", { bodyLimit: BODY_LIMIT, onRequest: limit }, async (request) => {
     const { conditions, dataToEncryptHash, sig, message, claimedAddress } = parseRequest(request.body);
     const allowed = onlySignerAddress(conditions);
     if (allowed === null) {
@@ -126,7 +149,7 @@ const CLOSE_GRACE_MS = 2000;
 export async function startKeyNode(options: StartKeyNodeOptions): Promise<RunningKeyNode> {
   const app = Fastify({ logger: options.logger ?? false });
   await registerCors(app, options.corsOrigins ?? []);
-  await app.register(keyNodeRoutes, { share: options.share, verifier: options.verifier });
+  await app.register(keyNodeRoutes, { share: options.share, verifier: options.verifier, rateLimit: options.rateLimit });
   const url = await app.listen({ port: options.port, host: options.host });
   return {
     app,
@@ -167,8 +190,8 @@ function parseRequest(body: unknown) {
 
 async function verify(verifier: AuthorizationVerifier, sig: string, message: string) {
   try {
-    // Any statement: relgraph issues Profile and Relationship-graph authorizations, and both decrypt.
-    return await verifier.verify({ sig, message, statement: null });
+    // Either of relgraph's statements, and no other: a sign-in given to some other site decrypts nothing.
+    return await verifier.verify({ sig, message, statement: RELGRAPH_STATEMENTS });
   } catch (error) {
     if (error instanceof RelgraphError) {
       const status = error.code === "50300" ? 503 : 401;

@@ -51,13 +51,28 @@ export class NotOwnerError extends RelgraphError {
   readonly code = "10102";
 }
 
-/** Thrown when an ApiKey exceeds its request rate. */
+/** Thrown when an ApiKey (or a key node's client) exceeds its request rate. */
 export class RateLimitedError extends RelgraphError {
   readonly code = "10110";
+  constructor(
+    desc: string,
+    /** Whole seconds until a request would be admitted again: the Retry-After header. */
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(desc);
+  }
 }
 
 /** Thrown when a parameter is missing or invalid; the message names the parameter. */
 export class InvalidArgumentError extends RelgraphError {
+  readonly code = "11600";
+}
+
+/**
+ * Thrown when a request body is larger than MAX_REQUEST_BYTES, before or after decompression. It is a
+ * bad request (11600) that HTTP shows as 413 and gRPC as RESOURCE_EXHAUSTED (rpc/errors.ts).
+ */
+export class RequestTooLargeError extends RelgraphError {
   readonly code = "11600";
 }
 

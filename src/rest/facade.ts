@@ -8,10 +8,12 @@ import {
   RelationService,
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { InvalidArgumentError } from "../domain/errors.js";
+import { InvalidArgumentError, RateLimitedError } from "../domain/errors.js";
 import { toPublicError } from "../rpc/errors.js";
 import { API_KEY_HEADER, type RequestGate } from "../rpc/interceptors.js";
 import { toContractJson } from "../rpc/json.js";
+import { tooLarge } from "../rpc/unary-call.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 import type { RelationServiceMethods } from "../rpc/relation-service.js";
 import {
   decodeMutualContractInteraction,
@@ -64,6 +66,8 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
 export interface RestFacadeOptions {
   service: RelationServiceMethods;
   gate: RequestGate;
+  /** Largest request body (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
 }
 
 /**
@@ -71,11 +75,20 @@ export interface RestFacadeOptions {
  * RPC implementation, and wraps the response's JSON in the spec's envelope. It holds no logic of
  * its own and never touches the store.
  */
-export async function restFacade(app: FastifyInstance, { service, gate }: RestFacadeOptions): Promise<void> {
+export async function restFacade(app: FastifyInstance, { service, gate, maxRequestBytes }: RestFacadeOptions): Promise<void> {
   const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
     const failure = toPublicError(err, request.log);
+    if (err instanceof RateLimitedError) reply.header("retry-after", String(err.retryAfterSeconds));
     return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
   };
+
+  // REST is GET only and never reads a body; one declared over the cap is refused rather than drained.
+  app.addHook("onRequest", async (request, reply) => {
+    const length = request.headers["content-length"];
+    if (length === undefined || Number(length) <= maxRequestBytes) return;
+    endUnreadRequest(request.raw, reply.raw);
+    return sendError(request, reply, tooLarge(maxRequestBytes));
+  });
 
   for (const { path, call, response } of REST_ROUTES) {
     app.get(path, async (request, reply) => {
@@ -90,15 +103,20 @@ export async function restFacade(app: FastifyInstance, { service, gate }: RestFa
     });
   }
 
-  // Unknown paths under /api/v1/ still require the key first, then answer in the envelope.
-  app.get("/api/v1/*", async (request, reply) => {
-    try {
-      await gate.admit(apiKeyOf(request));
-    } catch (err) {
-      return sendError(request, reply, err);
-    }
-    const failure = toPublicError(new InvalidArgumentError(`no such operation: GET ${request.url.split("?")[0]}`));
-    return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+  // Unknown paths and methods under /api/v1/ still require the key first, then answer in the envelope.
+  // OPTIONS is left out: a CORS preflight is web/cors.ts's to answer, or to find no route.
+  app.route({
+    method: ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"],
+    url: "/api/v1/*",
+    handler: async (request, reply) => {
+      try {
+        await gate.admit(apiKeyOf(request));
+      } catch (err) {
+        return sendError(request, reply, err);
+      }
+      const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
+      return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+    },
   });
 }
 

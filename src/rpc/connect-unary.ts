@@ -5,6 +5,8 @@ import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { InvalidArgumentError } from "../domain/errors.js";
 import type { RequestClaim } from "../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../transport/request-id.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
@@ -32,21 +34,28 @@ export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
     }
     const binary = contentType.toLowerCase() === "application/proto";
     const timeout = headerValue(req.headers["connect-timeout-ms"]);
+    const requestId = requestIdOf(req.headers);
     caller
       .call(
         {
           method,
           path: req.url!,
+          requestId,
+          protocol: "connect",
           apiKey: headerValue(req.headers[API_KEY_HEADER]),
+          contentLength: headerValue(req.headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
           timeoutHeader: "connect-timeout-ms",
-          readRequest: async () => decodeRequest(method, await readBody(req), binary),
+          readRequest: async () => decodeRequest(method, await readBody(req, caller.maxRequestBytes), binary),
         },
         (reply) => (binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
       )
       .then(
-        (body) => respond(res, 200, binary ? "application/proto" : "application/json", body),
-        (error: ConnectError) => respond(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {})),
+        (body) => respond(res, requestId, 200, binary ? "application/proto" : "application/json", body),
+        (error: ConnectError) => {
+          endUnreadRequest(req, res);
+          respond(res, requestId, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {}));
+        },
       )
       // The connection can close before the answer is written; it then has nowhere to go.
       .catch(() => req.destroy());
@@ -62,9 +71,9 @@ function decodeRequest(method: DescMethod, body: Buffer, binary: boolean): unkno
   }
 }
 
-function respond(res: ServerResponse | Http2ServerResponse, status: number, contentType: string, body: Uint8Array | string): void {
+function respond(res: ServerResponse | Http2ServerResponse, requestId: string, status: number, contentType: string, body: Uint8Array | string): void {
   // Both response kinds take the same calls; TypeScript cannot call a union of their overloads.
   const response = res as ServerResponse;
-  response.writeHead(status, { "content-type": contentType });
+  response.writeHead(status, { "content-type": contentType, [REQUEST_ID_HEADER]: requestId });
   response.end(body);
 }

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { RelgraphError, type ErrorCode } from "../domain/errors.js";
+import { RelgraphError, RequestTooLargeError, type ErrorCode } from "../domain/errors.js";
 
 /** How one contract code shows on each protocol. */
 interface CodeMapping {
@@ -23,6 +23,9 @@ const CODE_TABLE: Record<ErrorCode, CodeMapping> = {
   "50000": { http: 500, connect: Code.Internal },
   "50300": { http: 503, connect: Code.Unavailable },
 };
+
+/** An oversized request is a bad request whose status says why: the contract's 11600, shown as 413 / RESOURCE_EXHAUSTED. */
+const TOO_LARGE: CodeMapping = { http: 413, connect: Code.ResourceExhausted };
 
 /** What a client is told about a failure. */
 export interface PublicError {
@@ -48,13 +51,13 @@ export interface ErrorLogger {
 export function toPublicError(err: unknown, log?: ErrorLogger): PublicError {
   if (err instanceof RelgraphError) {
     if (err.code === "50300") log?.warn({ err, cause: err.cause }, "dependency unavailable");
-    return { code: err.code, desc: err.message, ...CODE_TABLE[err.code] };
+    return { code: err.code, desc: err.message, ...(err instanceof RequestTooLargeError ? TOO_LARGE : CODE_TABLE[err.code]) };
   }
   if (err instanceof ConnectError) {
     const detail = err.findDetails(ErrorDetailSchema)[0];
     if (detail && detail.code in CODE_TABLE) {
       const code = detail.code as ErrorCode;
-      return { code, desc: detail.desc, ...CODE_TABLE[code] };
+      return { code, desc: detail.desc, ...CODE_TABLE[code], ...(err.code === Code.ResourceExhausted && code === "11600" ? TOO_LARGE : {}) };
     }
   }
   log?.error({ err }, "unexpected failure");

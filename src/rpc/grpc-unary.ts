@@ -5,6 +5,8 @@ import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grp
 import { InvalidArgumentError } from "../domain/errors.js";
 import { encodeGrpcMessage } from "../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../transport/request-id.js";
+import { closeUnreadStream } from "../transport/unread-body.js";
 import { toBinaryFast } from "./binary.js";
 import { API_KEY_HEADER } from "./interceptors.js";
 import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
@@ -35,21 +37,25 @@ export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
     // A client that resets its stream must not crash the server; the reply is simply dropped.
     stream.on("error", () => {});
     const timeout = headerValue(headers["grpc-timeout"]);
+    const requestId = requestIdOf(headers);
     caller
       .call(
         {
           method,
           path: path!,
+          requestId,
+          protocol: "grpc",
           apiKey: headerValue(headers[API_KEY_HEADER]),
+          contentLength: headerValue(headers["content-length"]),
           timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
           timeoutHeader: "grpc-timeout",
-          readRequest: async () => decodeRequest(method, await readBody(stream)),
+          readRequest: async () => decodeRequest(method, await readBody(stream, caller.maxRequestBytes)),
         },
         (reply) => toBinaryFast(method.output, reply),
       )
       .then(
-        (message) => respondOk(stream, message),
-        (error: ConnectError) => respondError(stream, error),
+        (message) => respondOk(stream, message, requestId),
+        (error: ConnectError) => respondError(stream, error, requestId),
       )
       // The stream can close between the check and the write; the reply then has nowhere to go.
       .catch(() => stream.destroy());
@@ -71,13 +77,13 @@ function decodeRequest(method: DescMethod, body: Buffer): unknown {
   }
 }
 
-function respondOk(stream: ServerHttp2Stream, message: Uint8Array): void {
+function respondOk(stream: ServerHttp2Stream, message: Uint8Array, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
   const frame = Buffer.allocUnsafe(ENVELOPE_PREFIX_BYTES + message.length);
   frame[0] = 0;
   frame.writeUInt32BE(message.length, 1);
   frame.set(message, ENVELOPE_PREFIX_BYTES);
-  stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+  stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
   stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
   stream.end(frame);
 }
@@ -86,12 +92,13 @@ function respondOk(stream: ServerHttp2Stream, message: Uint8Array): void {
  * A trailers-only response: connect-es's own setTrailerStatus builds grpc-status and
  * grpc-status-details-bin, and grpc-message is encoded as the gRPC spec says (see grpc-message.ts).
  */
-function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
+export function respondError(stream: ServerHttp2Stream, error: ConnectError, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
-  const headers: OutgoingHttpHeaders = { ...RESPONSE_HEADERS };
+  const headers: OutgoingHttpHeaders = { ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId };
   setTrailerStatus(new Headers(), error).forEach((value, name) => {
     headers[name] = value;
   });
   headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
   stream.respond(headers, { endStream: true });
+  closeUnreadStream(stream);
 }

@@ -1,4 +1,4 @@
-import type { Interceptor } from "@connectrpc/connect";
+import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { toConnectError, type ErrorLogger } from "./errors.js";
 
 /** Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors. */
@@ -9,10 +9,13 @@ export interface RequestGate {
 /** Name of the metadata entry (gRPC) / header (Connect, REST) that carries the ApiKey. */
 export const API_KEY_HEADER = "apikey";
 
-/** Requires the `apikey` metadata on every call it wraps. */
+/** Set on calls that were admitted before their body was read (rpc-admission.ts), so they are not counted twice. */
+export const ADMITTED = createContextKey(false, { description: "relgraph: ApiKey already admitted" });
+
+/** Requires the `apikey` metadata on every call it wraps that was not admitted already. */
 export function createApiKeyInterceptor(gate: RequestGate): Interceptor {
   return (next) => async (req) => {
-    await gate.admit(req.header.get(API_KEY_HEADER) ?? undefined);
+    if (!req.contextValues.get(ADMITTED)) await gate.admit(req.header.get(API_KEY_HEADER) ?? undefined);
     return next(req);
   };
 }

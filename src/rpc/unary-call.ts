@@ -2,7 +2,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { InvalidArgumentError } from "../domain/errors.js";
+import { InvalidArgumentError, RequestTooLargeError } from "../domain/errors.js";
 import { toConnectError, type ErrorLogger } from "./errors.js";
 import type { RequestGate } from "./interceptors.js";
 
@@ -23,7 +23,11 @@ export interface UnaryCallerOptions {
   /** The same implementation connect-es serves: one async method per RPC, by its local name. */
   impl: object;
   gate: RequestGate;
-  log: ErrorLogger & { info(obj: object, msg?: string): void };
+  log: ErrorLogger & { info(obj: object, msg?: string): void; child?(bindings: object): ErrorLogger };
+  /** Largest request body accepted (MAX_REQUEST_BYTES). */
+  maxRequestBytes: number;
+  /** Told of every finished call: its method, "grpc" or "connect", its code, and its time in seconds. */
+  observe?: (operation: string, protocol: string, code: string, seconds: number) => void;
 }
 
 /** One unary call as a protocol hands it over. */
@@ -31,7 +35,13 @@ export interface UnaryInvocation {
   method: DescMethod;
   /** The request path, for the log. */
   path: string;
+  /** "grpc" or "connect", for metrics. */
+  protocol: string;
+  /** X-Request-Id, accepted or generated (transport/request-id.ts): echoed, and in the log line. */
+  requestId: string;
   apiKey: string | undefined;
+  /** The request's content-length header, when it has one: an oversized body is refused before it is read. */
+  contentLength?: string | undefined;
   /** The protocol's deadline header as connect-es parses it, and the header's name for errors. */
   timeout: { timeoutMs?: number; error?: ConnectError };
   timeoutHeader: string;
@@ -41,6 +51,8 @@ export interface UnaryInvocation {
 
 /** Runs unary calls of one service. */
 export interface UnaryCaller {
+  /** Largest request body accepted; the protocols read bodies with readBody(stream, maxRequestBytes). */
+  readonly maxRequestBytes: number;
   /** The unary method served at `path` ("/package.Service/Method"), if any. */
   methodAt(path: string | undefined): DescMethod | undefined;
   /**
@@ -51,20 +63,23 @@ export interface UnaryCaller {
 }
 
 /** Creates the unary caller of `service`. */
-export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptions): UnaryCaller {
+export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, observe }: UnaryCallerOptions): UnaryCaller {
   const methods = new Map<string, DescMethod>();
   for (const method of service.methods) {
     if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
   }
   const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
-  async function run<T>({ method, apiKey, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
-    const request = await readRequest();
+  async function run<T>({ method, apiKey, contentLength, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
+    // The key is checked before the body is read, so a caller without one cannot make relgraph read anything.
     await gate.admit(apiKey);
+    if (contentLength !== undefined && Number(contentLength) > maxRequestBytes) throw tooLarge(maxRequestBytes);
+    const request = await readRequest();
     return encode(await implementation[method.localName]!(request));
   }
 
   return {
+    maxRequestBytes,
     methodAt: (path) => (path === undefined ? undefined : methods.get(path)),
     async call(invocation, encode) {
       const started = performance.now();
@@ -75,11 +90,13 @@ export function createUnaryCaller({ service, impl, gate, log }: UnaryCallerOptio
         return await withDeadline(run(invocation, encode), timeout.timeoutMs);
       } catch (err) {
         // A deadline the client set is the client's; every other failure speaks the contract's codes.
-        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log);
+        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
         code = failure.code;
         throw failure;
       } finally {
-        log.info({ rpc: invocation.path, code, responseTime: performance.now() - started }, "request completed");
+        const elapsed = performance.now() - started;
+        log.info({ reqId: invocation.requestId, rpc: invocation.path, code, responseTime: elapsed }, "request completed");
+        observe?.(invocation.path, invocation.protocol, String(code), elapsed / 1000);
       }
     },
   };
@@ -90,12 +107,18 @@ class DeadlineExceeded extends Error {
   readonly error = new ConnectError("the operation timed out", Code.DeadlineExceeded);
 }
 
+/**
+ * The longest timer Node keeps: a longer one fires after 1 ms instead. A deadline beyond it (24.8
+ * days; grpc-timeout allows 99999999 hours) is clamped to it, which a unary call never reaches.
+ */
+export const MAX_DEADLINE_MS = 2 ** 31 - 1;
+
 /** Races `work` against the client's deadline; no deadline, no timer. */
 async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined): Promise<T> {
   if (timeoutMs === undefined) return work;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded()), timeoutMs);
+    timer = setTimeout(() => reject(new DeadlineExceeded()), Math.min(timeoutMs, MAX_DEADLINE_MS));
   });
   try {
     return await Promise.race([work, deadline]);
@@ -104,23 +127,33 @@ async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined):
   }
 }
 
-/** Largest request body the fast paths accept; relgraph's requests are a few hundred bytes (50 identities at most). */
-export const MAX_REQUEST_BYTES = 1 << 20;
+/** The error an oversized request gets, on every protocol. */
+export function tooLarge(maxBytes: number): RequestTooLargeError {
+  return new RequestTooLargeError(`the request is larger than ${maxBytes} bytes (MAX_REQUEST_BYTES)`);
+}
 
-/** The whole body of a request stream; rejects when it closes first or grows past MAX_REQUEST_BYTES. */
-export function readBody(stream: Readable | Http2ServerRequest): Promise<Buffer> {
+/**
+ * The whole body of a request stream; rejects when it closes first or grows past `maxBytes`. An
+ * oversized body stops being read at once: the caller answers, and the transport drops the rest.
+ */
+export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // An empty body can have ended already, while the ApiKey was being checked.
+    if (stream.readableEnded) return resolve(Buffer.alloc(0));
     const chunks: Buffer[] = [];
     let size = 0;
-    stream.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_REQUEST_BYTES) {
-        reject(new InvalidArgumentError(`the request is larger than ${MAX_REQUEST_BYTES} bytes`));
+      if (size > maxBytes) {
+        stream.off("data", onData);
         stream.pause();
+        chunks.length = 0;
+        reject(tooLarge(maxBytes));
         return;
       }
       chunks.push(chunk);
-    });
+    };
+    stream.on("data", onData);
     stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     stream.once("close", () => reject(new Error("the client closed the stream before sending its request")));
   });

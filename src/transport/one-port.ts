@@ -6,8 +6,31 @@ import { specGrpcMessage } from "./grpc-message.js";
 /** The client connection preface that starts every HTTP/2 prior-knowledge (h2c) connection. */
 const H2C_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
+/** Limits that keep slow or idle clients from holding connections (README, "Operate"). */
+export interface SlowClientLimits {
+  /** A connection must send its request's headers (or its h2c preface) within this. */
+  headersTimeoutMs: number;
+  /** An HTTP/1.1 request must arrive whole, and an HTTP/2 stream stay active, within this. */
+  requestTimeoutMs: number;
+  /** An idle HTTP/1.1 keep-alive connection or HTTP/2 session is closed after this. */
+  idleTimeoutMs: number;
+  /** Streams one HTTP/2 session may have open at once. */
+  maxConcurrentStreams: number;
+}
+
+/** The defaults of SlowClientLimits, also those of the configuration. */
+export const DEFAULT_SLOW_CLIENT_LIMITS: Readonly<SlowClientLimits> = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  // Longer than the usual load balancer's 60 s, so that the balancer closes idle connections first.
+  idleTimeoutMs: 72_000,
+  maxConcurrentStreams: 100,
+};
+
 /** Options of the one-port server. */
 export interface OnePortServerOptions {
+  /** Timeouts and stream limits; DEFAULT_SLOW_CLIENT_LIMITS by default. */
+  limits?: Partial<SlowClientLimits>;
   /** How long in-flight HTTP/1.1 requests and HTTP/2 streams may finish on close before their connections are destroyed. */
   closeGraceMs?: number;
   /** Offered each new HTTP/2 stream before the handler; a stream it claims never reaches the handler. */
@@ -43,10 +66,20 @@ export type OnePortHandler = (req: http.IncomingMessage | http2.Http2ServerReque
 export function createOnePortServer(handler: OnePortHandler, options: OnePortServerOptions = {}): http.Server {
   const closeGraceMs = options.closeGraceMs ?? 2_000;
   const claimRequest = options.claimRequest ?? (() => false);
-  const h1 = http.createServer((req, res) => {
-    if (!claimRequest(req, res)) handler(req, res);
-  });
-  const h2 = http2.createServer({}, (req, res) => {
+  const limits = { ...DEFAULT_SLOW_CLIENT_LIMITS, ...options.limits };
+  const h1 = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.idleTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default).
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, limits.headersTimeoutMs / 2)),
+    },
+    (req, res) => {
+      if (!claimRequest(req, res)) handler(req, res);
+    },
+  );
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, (req, res) => {
     if (claimRequest(req, res)) return;
     specGrpcMessage(req, res);
     handler(req, res);
@@ -66,6 +99,12 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // GOAWAY, not a reset: a client with calls in flight finishes them.
+    session.setTimeout(limits.idleTimeoutMs, () => session.close());
+  });
+  // A stream is "active" while frames flow either way; one that stalls is cancelled, whoever stalled.
+  h2.prependListener("stream", (stream: http2.ServerHttp2Stream) => {
+    stream.setTimeout(limits.requestTimeoutMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
   });
 
   // Sockets whose protocol is not known yet belong to neither server, so close() must end them itself.
@@ -75,7 +114,10 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
   h1.on("connection", (socket: Socket) => {
     undecided.add(socket);
     socket.once("close", () => undecided.delete(socket));
+    // Until its first bytes tell the protocol, no server's timeouts watch the socket: this one does.
+    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
     sniff(socket, (isH2c) => {
+      socket.setTimeout(0);
       undecided.delete(socket);
       if (isH2c) {
         // Http2Session reads what is already buffered on the socket itself, on the next tick.

@@ -105,16 +105,43 @@ describe("createApiKeyAuthenticator", () => {
     clock += 1;
     await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
     await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
-    expect(lookups()).toBe(3);
+    // The second refusal comes from the short negative cache.
+    expect(lookups()).toBe(2);
   });
 
-  it("does not cache misses, so a key stored after a refusal works at once", async () => {
+  it("caches a miss briefly (issue 15, item 16): a repeated unknown key reaches the store once per second", async () => {
+    let clock = 0;
+    const raw = instrumented(createMemoryStore());
+    const auth = createApiKeyAuthenticator({ store: raw.store, staticKeys: [], now: () => clock });
+    const key = generateApiKey();
+    for (let i = 0; i < 5; i++) await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
+    expect(raw.lookups()).toBe(1);
+    clock += 1_000;
+    await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
+    expect(raw.lookups()).toBe(2);
+  });
+
+  it("keeps at most 10,000 refusals, the oldest making room", async () => {
+    const raw = instrumented(createMemoryStore());
+    const auth = createApiKeyAuthenticator({ store: raw.store, staticKeys: [], now: () => 0 });
+    for (let i = 0; i <= 10_000; i++) await auth.authenticate(`unknown-${i}`).catch(() => {});
+    expect(raw.lookups()).toBe(10_001);
+    await auth.authenticate("unknown-10000").catch(() => {});
+    expect(raw.lookups()).toBe(10_001);
+    // The first refusal was dropped to make room, so it is asked again.
+    await auth.authenticate("unknown-0").catch(() => {});
+    expect(raw.lookups()).toBe(10_002);
+  });
+
+  it("lets a key stored after a refusal work once the refusal's second has passed", async () => {
+    let clock = 0;
     const memory = createMemoryStore();
-    const auth = createApiKeyAuthenticator({ store: memory, staticKeys: [] });
+    const auth = createApiKeyAuthenticator({ store: memory, staticKeys: [], now: () => clock });
     const key = generateApiKey();
     await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
     const hash = hashApiKey(key);
     await memory.putApiKey({ id: "k1", hash, label: "late", createdAt: new Date().toISOString(), revokedAt: null });
+    clock += 1_000;
     await expect(auth.authenticate(key)).resolves.toEqual({ keyId: "k1" });
   });
 

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { createServer, type AddressInfo } from "node:net";
 import { ContractFactory, JsonRpcProvider, Wallet } from "ethers";
 import ganache from "ganache";
 import { SiweMessage } from "siwe";
@@ -173,3 +174,46 @@ describe("createSiweVerifier with EIP-1271 contract wallets on a local ganache c
     );
   });
 });
+
+describe("EIP-1271 is asked only of addresses that hold code (issue 15, item 9)", () => {
+  let rpcUrl: string;
+  let stub: ReturnType<typeof createHttpServer>;
+  let calls: string[] = [];
+  let down = false;
+  beforeAll(async () => {
+    // A JSON-RPC endpoint on which every address is an EOA, that can be taken down.
+    stub = createHttpServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        const { id, method } = JSON.parse(body) as { id: number; method: string };
+        calls.push(method);
+        if (down) return res.writeHead(503).end("down");
+        const result = method === "eth_chainId" ? `0x${CHAIN_ID.toString(16)}` : method === "eth_getCode" ? "0x" : "0x";
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
+      });
+    });
+    await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
+    rpcUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+  });
+  afterAll(() => stub?.close());
+
+  it("refuses a bad EOA signature with 10101, asking the chain only once per address, even once it is down", async () => {
+    const verifier = createSiweVerifier({ domains: [], maxAgeSeconds: 3600, ethRpcUrl: rpcUrl });
+    const eoa = Wallet.createRandom();
+    const message = siweMessage(eoa.address);
+    const forged = await Wallet.createRandom().signMessage(message);
+    calls = [];
+    await expect(verifier.verify({ sig: forged, message, statement: PROFILE_STATEMENT })).rejects.toThrow(InvalidAuthorizationError);
+    expect(calls).toEqual(["eth_getCode"]);
+
+    down = true;
+    calls = [];
+    for (let i = 0; i < 3; i++) {
+      await expect(verifier.verify({ sig: forged, message, statement: PROFILE_STATEMENT })).rejects.toThrow(InvalidAuthorizationError);
+    }
+    expect(calls).toEqual([]);
+    down = false;
+  });
+});
+

@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, describe, expect, it } from "vitest";
-import { RELGRAPH_CLI } from "../support/keynodes.js";
+import { Wallet } from "ethers";
+import { RELGRAPH_CLI, signAuthorization } from "../support/keynodes.js";
 import { startRedisServer } from "../support/redis-servers.js";
 
 /** `relgraph serve` as a process, the way operators and the acceptance tests run it. */
@@ -88,7 +91,7 @@ describe("relgraph serve", () => {
   it("on Redis with no key configured anywhere, refuses every ApiKey with 10002", async () => {
     const redis = await startRedisServer();
     try {
-      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "" });
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "", DEV_KEY_NETWORK: "1" });
       try {
         expect(served.output.join("\n")).not.toMatch(/development ApiKey/);
         const response = await fetch(`${served.url}/api/v1/mutualContractInteraction?address=0x${"1".repeat(40)},0x${"2".repeat(40)}`, {
@@ -103,5 +106,64 @@ describe("relgraph serve", () => {
     } finally {
       await redis.stop();
     }
+  });
+
+  it("on Redis, refuses to start the development key network unless DEV_KEY_NETWORK=1 (issue 15, item 4)", async () => {
+    const redis = await startRedisServer();
+    try {
+      const child = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
+        env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      child.stdout!.resume();
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      expect(code).toBe(2);
+      expect(stderr).toMatch(/KEY_NETWORK_FILE is not set.*DEV_KEY_NETWORK=1/s);
+
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "k", DEV_KEY_NETWORK: "1" });
+      expect((await fetch(`${served.url}/healthz`)).status).toBe(200);
+      served.child.kill("SIGTERM");
+      expect(await served.exited).toBe(0);
+      expect(served.output.join("\n")).toMatch(/DEVELOPMENT 2-of-3 key network/);
+    } finally {
+      await redis.stop();
+    }
+  });
+
+  it("prints no credential of ETH_RPC_URL or REDIS_URL, in the configuration or in an error (issue 15, item 2)", async () => {
+    // An RPC endpoint that fails every call: ethers quotes the URL it called in its error.
+    const rpc = createServer((_req, res) => res.writeHead(500).end("down"));
+    await new Promise<void>((resolve) => rpc.listen(0, "127.0.0.1", resolve));
+    const rpcPort = (rpc.address() as AddressInfo).port;
+    const rpcUrl = `http://rpcuser:rpc-s3cret@127.0.0.1:${rpcPort}/v3/INFURAKEY0123456789abcdef?key=query-s3cret`;
+    const served = await serve([], { LOG_LEVEL: "info", ETH_RPC_URL: rpcUrl });
+    try {
+      // Signed by another wallet than the message's address: the server asks ETH_RPC_URL (EIP-1271), which is down.
+      const { message } = await signAuthorization(Wallet.createRandom());
+      const sig = await Wallet.createRandom().signMessage(message);
+      const address = /0x[0-9a-fA-F]{40}/.exec(message)![0];
+      const query = new URLSearchParams({ address, sig, message });
+      const response = await fetch(`${served.url}/api/v1/profile?${query}`, { headers: { ApiKey: "relgraph-dev-key" } });
+      expect(await response.json()).toMatchObject({ code: "50300" });
+    } finally {
+      served.child.kill("SIGTERM");
+      rpc.close();
+    }
+    await served.exited;
+    const output = served.output.join("\n");
+    expect(output).toContain(`127.0.0.1:${rpcPort}`);
+    expect(output).not.toMatch(/s3cret|INFURAKEY/);
+
+    const failed = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
+      env: { ...process.env, PORT: "0", LOG_LEVEL: "info", REDIS_URL: "redis://default:redis-s3cret@127.0.0.1:9/0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let printed = "";
+    failed.stdout!.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+    failed.stderr!.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+    expect(await new Promise((resolve) => failed.once("exit", resolve))).not.toBe(0);
+    expect(printed).not.toMatch(/s3cret/);
   });
 });

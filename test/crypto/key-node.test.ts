@@ -13,6 +13,8 @@ const verifier = createSiweVerifier({ domains: [], maxAgeSeconds: 86400 });
 const alice = Wallet.createRandom();
 const bob = Wallet.createRandom();
 const hash = "ab".repeat(32);
+/** These tests send many requests from one address; the limit itself is tested in key-node-limits.test.ts. */
+const UNLIMITED = { perSecond: 1_000_000, burst: 1_000_000 };
 
 let dev: DevKeyNetwork;
 let app: FastifyInstance;
@@ -21,7 +23,7 @@ let base: string;
 beforeAll(async () => {
   dev = createDevKeyNetwork();
   app = Fastify();
-  for (const { prefix, share } of dev.nodes) await app.register(keyNodeRoutes, { prefix, share, verifier });
+  for (const { prefix, share } of dev.nodes) await app.register(keyNodeRoutes, { prefix, share, verifier, rateLimit: UNLIMITED });
   base = await app.listen({ port: 0, host: "127.0.0.1" });
 });
 afterAll(() => app.close());
@@ -121,6 +123,29 @@ describe("key node", () => {
 
     const mismatch = await ask({ ...body, authSig: { ...body.authSig, address: bob.address } });
     expect(mismatch.status).toBe(401);
+  });
+
+  it("refuses (401, 10101) a sign-in with another statement, or another domain when SIWE_DOMAINS is set (issue 15, item 5)", async () => {
+    const otherSite = await ask(await request(alice, alice.address, "Sign in to Some Other Site."));
+    expect(otherSite).toMatchObject({ status: 401, body: { error: "unauthorized", code: "10101" } });
+    expect(String(otherSite.body.message)).toMatch(/statement must be "Access to User Profile." or "Access to Relationship Graph."/);
+
+    const strict = Fastify();
+    const domainVerifier = createSiweVerifier({ domains: ["app.relgraph.example"], maxAgeSeconds: 86400 });
+    await strict.register(keyNodeRoutes, { share: dev.nodes[0]!.share, verifier: domainVerifier });
+    try {
+      const url = await strict.listen({ port: 0, host: "127.0.0.1" });
+      // signAuthorization signs for the domain relgraph.test.
+      const response = await fetch(`${url}/v1/decryption-share`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(await request(alice, alice.address)),
+      });
+      expect(response.status).toBe(401);
+      expect(await response.json()).toMatchObject({ code: "10101" });
+    } finally {
+      await strict.close();
+    }
   });
 
   it("refuses (400) malformed requests with a JSON error", async () => {

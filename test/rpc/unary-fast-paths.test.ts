@@ -166,6 +166,7 @@ describe("createGrpcUnaryPath on its own", () => {
         },
       },
       log: { info() {}, warn() {}, error() {} },
+      maxRequestBytes: 64 * 1024,
     });
     const grpcPath = createGrpcUnaryPath(caller);
     const connectPath = createConnectUnaryPath(caller);

@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it } from "vitest";
 import { MutualContractInteractionRequestSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { EXPECTED, addr, fixtureRecords } from "../support/fixtures.js";
-import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
+import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { createRelationGrpcClient, type RelationGrpcClient } from "./grpc-client.js";
 import { closeH2c, connectH2c, h2cGet, restGet } from "./http.js";
 
@@ -73,18 +73,25 @@ describe("shutdown over real sockets", () => {
     server = await startRelgraph({ records: fixtureRecords() });
     const path = `/${RelationService.typeName}/${RelationService.method.mutualContractInteraction.name}`;
 
-    // HTTP/1.1: headers promise 100 bytes, 3 arrive, then nothing.
+    // HTTP/1.1: headers promise 100 bytes, 3 arrive, then nothing. Both requests carry a valid
+    // ApiKey: without one they are refused before their body is read, and stall nothing.
     const h1 = net.connect(server.port, "127.0.0.1");
     cleanups.push(() => h1.destroy());
     await new Promise((resolve) => h1.once("connect", resolve));
     const h1Gone = new Promise<void>((resolve) => h1.once("close", () => resolve()));
-    h1.write(`POST ${path} HTTP/1.1\r\nHost: relgraph\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a`);
+    h1.write(`POST ${path} HTTP/1.1\r\nHost: relgraph\r\nContent-Type: application/json\r\nApiKey: ${TEST_API_KEY}\r\nContent-Length: 100\r\n\r\n{"a`);
+
+    // HTTP/1.1 without an ApiKey: answered at once with `Connection: close`, to a client that never reads it.
+    const refused = net.connect(server.port, "127.0.0.1");
+    cleanups.push(() => refused.destroy());
+    await new Promise((resolve) => refused.once("connect", resolve));
+    refused.write(`POST ${path} HTTP/1.1\r\nHost: relgraph\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a`);
 
     // HTTP/2: a stream whose request body never ends.
     const h2 = await connectH2c(server.url);
     cleanups.push(() => h2.destroy());
     h2.on("error", () => {});
-    const stream = h2.request({ ":method": "POST", ":path": path, "content-type": "application/json" });
+    const stream = h2.request({ ":method": "POST", ":path": path, "content-type": "application/json", apikey: TEST_API_KEY });
     stream.on("error", () => {});
     stream.write('{"a');
     const streamGone = new Promise<void>((resolve) => stream.once("close", () => resolve()));

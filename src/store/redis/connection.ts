@@ -37,12 +37,18 @@ const CONNECT_TIMEOUT_MS = 2_000;
 /** The first connection is tried this many times before createRedisStore fails. */
 const INITIAL_CONNECT_ATTEMPTS = 2;
 /**
- * Safety net for a server that stops answering without closing the socket: no store call (or window
- * of bulk commands) waits longer than this. A closed socket fails commands at once anyway. It is
- * enforced per call rather than per command: node-redis's per-command timeout allocates an
- * AbortSignal and a timer for every command, which cost about 8% of a request.
+ * For a server that stops answering without closing the socket (hung, paused, swapping): no store
+ * call waits longer than this, and once a connection has gone this long with commands outstanding and
+ * no reply, further commands fail at once (the stall breaker below) until a reply arrives. A closed
+ * socket fails commands at once anyway. It is enforced per call rather than per command:
+ * node-redis's per-command timeout allocates an AbortSignal and a timer for every command, which cost
+ * about 8% of a request. Every relgraph read is well under a millisecond of Redis time.
  */
-export const COMMAND_TIMEOUT_MS = 15_000;
+export const COMMAND_TIMEOUT_MS = 2_000;
+/** A window of bulk writes (ingestion) may take longer than a read: 10,000 commands under load. */
+const BULK_WINDOW_TIMEOUT_MS = 15_000;
+/** Commands that wait on purpose (a blocking read of a stream or list): never counted as a stall. */
+const BLOCKING_COMMANDS = new Set(["XREAD", "XREADGROUP", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "BZPOPMAX", "BLMPOP", "BZMPOP", "WAIT"]);
 /** Commands in flight at once on the bulk path: node-redis writes them as one pipeline per node. */
 const COMMANDS_PER_WINDOW = 10_000;
 
@@ -69,10 +75,11 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
     cluster.on("error", ignore);
     await connectOrThrow(() => cluster.connect());
     connected = true;
+    const breaker = createStallBreaker();
     const send = <T extends Reply>(key: string | undefined, args: string[]) =>
-      cluster.sendCommand<T>(key, false, args);
+      breaker.track(args, () => cluster.sendCommand<T>(key, false, args));
     const sendAll = (commands: readonly string[][]) =>
-      sendInWindows(commands, (args) => cluster.sendCommand<Reply>(args[1], false, args));
+      sendInWindows(commands, (args) => breaker.track(args, () => cluster.sendCommand<Reply>(args[1], false, args)));
     return {
       engine: "redis-cluster",
       clustered: true,
@@ -80,7 +87,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       sendAll,
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
       // The slot routing stays node-redis's: a set read is one command per key anyway.
-      idSets: commandIdSetReads((key, args) => cluster.sendCommand(key, false, args)),
+      idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
       close: () => closeQuietly(() => cluster.close()),
     };
   }
@@ -89,14 +96,17 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
   client.on("error", ignore);
   await connectOrThrow(() => client.connect());
   connected = true;
-  const send = <T extends Reply>(_key: string | undefined, args: string[]) => client.sendCommand<T>(args);
+  const breaker = createStallBreaker();
+  const send = <T extends Reply>(_key: string | undefined, args: string[]) => breaker.track(args, () => client.sendCommand<T>(args));
   const endpoint = respEndpointOf(options.url);
-  const idSets = endpoint ? new RespIdSetReader(endpoint, CONNECT_TIMEOUT_MS) : commandIdSetReads((_key, args) => client.sendCommand(args));
+  const idSets = endpoint
+    ? withStallBreaker(new RespIdSetReader(endpoint, CONNECT_TIMEOUT_MS))
+    : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
   return {
     engine: "redis",
     clustered: false,
     send,
-    sendAll: (commands) => sendInWindows(commands, (args) => client.sendCommand<Reply>(args)),
+    sendAll: (commands) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args))),
     getMany: async (keys) => {
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
@@ -105,6 +115,52 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
     close: async () => {
       await Promise.all([idSets.close(), closeQuietly(() => client.close())]);
     },
+  };
+}
+
+/** Watches one connection for a stall: commands outstanding, and no reply for COMMAND_TIMEOUT_MS. */
+interface StallBreaker {
+  /** Sends through `work`, or fails at once while the connection is stalled. */
+  track<T>(args: readonly string[], work: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * A circuit breaker that needs no timer: a connection answers in order, so "the oldest outstanding
+ * command has waited too long" is "commands are outstanding, and no reply came for that long". While
+ * so, a command fails at once with StoreUnavailableError instead of joining the queue for the full
+ * timeout; the first reply closes the breaker again. A socket that closes fails its commands anyway.
+ */
+function createStallBreaker(stallMs = COMMAND_TIMEOUT_MS): StallBreaker {
+  let pending = 0;
+  /** When the connection last showed progress: the last reply, or the send that started a busy spell. */
+  let progressAt = 0;
+  const settle = () => {
+    pending -= 1;
+    progressAt = performance.now();
+  };
+  return {
+    track(args, work) {
+      if (BLOCKING_COMMANDS.has(args[0]?.toUpperCase() ?? "")) return work();
+      const at = performance.now();
+      if (pending > 0 && at - progressAt > stallMs) {
+        return Promise.reject(unavailable(new Error(`Redis has not answered for ${Math.round(at - progressAt)} ms`)));
+      }
+      if (pending === 0) progressAt = at;
+      pending += 1;
+      const reply = work();
+      reply.then(settle, settle);
+      return reply;
+    },
+  };
+}
+
+/** The id-set reader's own connection, behind a breaker of its own. */
+function withStallBreaker(reader: IdSetReads): IdSetReads {
+  const breaker = createStallBreaker();
+  return {
+    sizes: (keys) => breaker.track(["SCARD"], () => reader.sizes(keys)),
+    members: (keys) => breaker.track(["SMEMBERS"], () => reader.members(keys)),
+    close: () => reader.close(),
   };
 }
 
@@ -122,7 +178,7 @@ async function sendInWindows(commands: readonly string[][], send: (args: string[
   const replies: Reply[] = [];
   for (let i = 0; i < commands.length; i += COMMANDS_PER_WINDOW) {
     const window = commands.slice(i, i + COMMANDS_PER_WINDOW);
-    for (const reply of await withDeadline(Promise.all(window.map(send)), COMMAND_TIMEOUT_MS)) replies.push(reply);
+    for (const reply of await withDeadline(Promise.all(window.map(send)), BULK_WINDOW_TIMEOUT_MS)) replies.push(reply);
   }
   return replies;
 }

@@ -1,0 +1,102 @@
+import { promisify } from "node:util";
+import zlib from "node:zlib";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import type { Compression } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Http2ServerRequest } from "node:http2";
+import { encodeGrpcMessage } from "../transport/grpc-message.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
+import { respondError } from "./grpc-unary.js";
+import { InvalidArgumentError } from "../domain/errors.js";
+import { toConnectError, type ErrorLogger } from "./errors.js";
+import { API_KEY_HEADER, type RequestGate } from "./interceptors.js";
+import { headerValue, tooLarge } from "./unary-call.js";
+
+/*
+ * What connect-es reads, it reads before any interceptor runs: a call's ApiKey interceptor saw the
+ * request only after its whole body had been read and inflated. The hook here checks the key (and a
+ * declared content-length) when the request arrives, before connect-es reads a byte, and answers a
+ * refusal in the caller's own protocol. Bodies connect-es does read are capped by its readMaxBytes, and
+ * inflated by the compressions below, which stop at the same cap.
+ */
+
+/** Options of rpcAdmission. */
+export interface RpcAdmissionOptions {
+  services: DescService[];
+  gate: RequestGate;
+  maxRequestBytes: number;
+}
+
+/**
+ * Registers an onRequest hook on every RPC path of `services`: refuses a missing, unknown or
+ * rate-limited ApiKey, or a declared body over the cap, before the body is read. Returns whether a
+ * request was admitted, for connect-fastify's contextValues.
+ */
+export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes }: RpcAdmissionOptions): (request: FastifyRequest) => boolean {
+  const prefixes = services.map((service) => `/${service.typeName}/`);
+  const admitted = new WeakSet<object>();
+  app.addHook("onRequest", async (request, reply) => {
+    // A CORS preflight carries no ApiKey by design; web/cors.ts answers it.
+    if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return;
+    try {
+      await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
+      const length = headerValue(request.headers["content-length"]);
+      if (length !== undefined && Number(length) > maxRequestBytes) throw tooLarge(maxRequestBytes);
+      admitted.add(request.raw);
+    } catch (err) {
+      return refuse(request, reply, toConnectError(err, request.log));
+    }
+  });
+  return (request) => admitted.has(request.raw);
+}
+
+/** Answers a refused RPC in the caller's protocol: a trailers-only gRPC or gRPC-Web reply, or a Connect error. */
+function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectError): FastifyReply {
+  const contentType = headerValue(request.headers["content-type"]) ?? "";
+  const grpcWeb = contentType.startsWith("application/grpc-web");
+  if (grpcWeb || contentType.startsWith("application/grpc")) {
+    const stream = (request.raw as unknown as Partial<Http2ServerRequest>).stream;
+    if (!grpcWeb && stream !== undefined) {
+      // gRPC's trailers-only form, as the fast path answers it: one HEADERS frame that ends the stream.
+      reply.hijack();
+      respondError(stream, error, request.id);
+      return reply;
+    }
+    const headers: Record<string, string> = { "content-type": "application/grpc-web+proto" };
+    setTrailerStatus(new Headers(), error).forEach((value, name) => (headers[name] = value));
+    headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
+    endUnreadRequest(request.raw, reply.raw);
+    return reply.code(200).headers(headers).send();
+  }
+  endUnreadRequest(request.raw, reply.raw);
+  return reply.code(codeToHttpStatus(error.code)).header("content-type", "application/json").send(Buffer.from(errorToJsonBytes(error, {})));
+}
+
+const gunzip = promisify(zlib.gunzip);
+const brotliDecompress = promisify(zlib.brotliDecompress);
+const gzip = promisify(zlib.gzip);
+const brotliCompress = promisify(zlib.brotliCompress);
+
+/**
+ * gzip and br for connect-es, inflating at most `maxBytes`: a small compressed body that inflates past
+ * it is refused as too large (RequestTooLargeError, with the contract's code) as soon as it gets there.
+ */
+export function cappedCompressions(maxBytes: number, log: ErrorLogger): Compression[] {
+  const capped = (name: string, inflate: (bytes: Uint8Array, options: zlib.ZlibOptions) => Promise<Buffer>, deflate: (bytes: Uint8Array) => Promise<Buffer>): Compression => ({
+    name,
+    compress: async (bytes: Uint8Array) => new Uint8Array(await deflate(bytes)),
+    async decompress(bytes: Uint8Array) {
+      if (bytes.length === 0) return new Uint8Array(0);
+      try {
+        return new Uint8Array(await inflate(bytes, { maxOutputLength: maxBytes }));
+      } catch (err) {
+        if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw toConnectError(tooLarge(maxBytes), log);
+        throw toConnectError(new InvalidArgumentError(`the request is not valid ${name} data`), log);
+      }
+    },
+  });
+  return [capped("gzip", gunzip, (b) => gzip(b)), capped("br", brotliDecompress, (b) => brotliCompress(b))];
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, redactConfig } from "../../src/config/config.js";
+import { redactUrl, redactUrlsIn } from "../../src/config/redact.js";
+
+/** Issue 15, item 2: no credential of a URL reaches a log. */
+describe("URL redaction", () => {
+  it.each([
+    ["redis://user:s3cret@redis.internal:6379/0", "redis://user:[redacted]@redis.internal:6379/0"],
+    ["redis://:s3cret@redis.internal:6379", "redis://:[redacted]@redis.internal:6379"],
+    ["redis://s3cret@redis.internal:6379", "redis://[redacted]@redis.internal:6379"],
+    ["rediss://redis.internal:6380/2", "rediss://redis.internal:6380/2"],
+    ["https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef", "https://mainnet.infura.io/v3/[redacted]"],
+    ["https://rpc.example/?apikey=s3cret&chain=1#s3cret", "https://rpc.example/?apikey=[redacted]&chain=[redacted]"],
+    ["not a url s3cret", "[redacted]"],
+  ])("%s", (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
+  });
+
+  it("redacts URLs inside free text, as error messages quote them", () => {
+    const text = 'request failed (info={ requestUrl: "http://u:s3cret@127.0.0.1:9/v3/ABCDEFGHIJKLMNOPQRST?k=s3cret" })';
+    expect(redactUrlsIn(text)).not.toMatch(/s3cret|ABCDEFGHIJKLMNOPQRST/);
+    expect(redactUrlsIn(text)).toContain("127.0.0.1:9");
+  });
+
+  it("leaves no credential of REDIS_URL or ETH_RPC_URL in the configuration that serve logs", () => {
+    const config = loadConfig({
+      REDIS_URL: "redis://default:redis-s3cret@redis.internal:6379/0",
+      ETH_RPC_URL: "https://eth-mainnet.g.alchemy.com/v2/alchemy-key-0123456789?token=query-s3cret",
+      API_KEYS: "api-s3cret",
+      CURSOR_SECRET: "cursor-s3cret",
+    });
+    const logged = JSON.stringify(redactConfig(config));
+    expect(logged).not.toMatch(/s3cret|alchemy-key/);
+    expect(logged).toContain("redis.internal:6379/0");
+    expect(logged).toContain("eth-mainnet.g.alchemy.com");
+  });
+});
