@@ -4,7 +4,7 @@ import { createApiKeyAuthenticator } from "./auth/api-keys.js";
 import { createRateLimiter } from "./auth/rate-limit.js";
 import { createRequestGate } from "./auth/request-gate.js";
 import { createSiweVerifier } from "./auth/siwe.js";
-import { ConfigError, type Config } from "./config/config.js";
+import type { Config } from "./config/config.js";
 import { createDevKeyNetwork } from "./crypto/dev-network.js";
 import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
@@ -126,17 +126,17 @@ async function createEncryption(config: Readonly<Config>, engine: string): Promi
       notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
     };
   }
-  if (engine !== "memory" && !config.devKeyNetwork) {
-    throw new ConfigError(
-      "KEY_NETWORK_FILE is not set: with a real store relgraph will not run the development key network " +
-        "(every share in this one process) unless DEV_KEY_NETWORK=1 says so. Deal a network with `relgraph keygen`.",
-    );
-  }
+  // The contract has serve run the development network whenever no key configuration is given, a
+  // real store included; on a real store it is said loudly, since one process holding every share
+  // protects nothing.
   const dev = createDevKeyNetwork();
   return {
     encryptor: createThresholdEncryptor(dev.network),
     network: dev.network,
     keyNodes: dev.nodes,
-    notice: "encryption: DEVELOPMENT 2-of-3 key network running in-process (set KEY_NETWORK_FILE for production)",
+    notice:
+      engine === "memory"
+        ? "encryption: DEVELOPMENT 2-of-3 key network running in-process (set KEY_NETWORK_FILE for production)"
+        : "WARNING encryption: DEVELOPMENT 2-of-3 key network running in-process on a real store: every share is in this process, so encrypted answers protect nothing. Deal a network with `relgraph keygen` and set KEY_NETWORK_FILE.",
   };
 }

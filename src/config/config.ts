@@ -32,12 +32,6 @@ export interface Config {
   cursorSecret: string | null;
   /** KEY_NETWORK_FILE: the public key-network file written by `relgraph keygen`; null runs a dev network in-process. */
   keyNetworkFile: string | null;
-  /**
-   * DEV_KEY_NETWORK: allow the in-process development key network with a real store (REDIS_URL or a
-   * cluster). Without it, such a server refuses to start with no KEY_NETWORK_FILE: one process holding
-   * every share protects nothing.
-   */
-  devKeyNetwork: boolean;
   /** KEY_NODE_RATE_LIMIT_PER_SECOND: sustained decryption-share requests per second per client address, per key node. */
   keyNodeRatePerSecond: number;
   /** KEY_NODE_RATE_LIMIT_BURST: decryption-share requests a client address may make at once, per key node. */
@@ -94,7 +88,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 0, 0, 1_000_000),
     cursorSecret: text(env, "CURSOR_SECRET"),
     keyNetworkFile: text(env, "KEY_NETWORK_FILE"),
-    devKeyNetwork: flag(env, "DEV_KEY_NETWORK"),
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
     encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),
@@ -151,12 +144,6 @@ function list(env: Env, name: string): string[] {
     .filter((item) => item.length > 0);
 }
 
-function flag(env: Env, name: string): boolean {
-  const value = text(env, name)?.toLowerCase();
-  if (value === undefined || value === null || value === "0" || value === "false") return false;
-  if (value === "1" || value === "true") return true;
-  throw new ConfigError(`${name}: expected 1, true, 0 or false, got "${value}"`);
-}
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const value = text(env, name);

@@ -91,7 +91,7 @@ describe("relgraph serve", () => {
   it("on Redis with no key configured anywhere, refuses every ApiKey with 10002", async () => {
     const redis = await startRedisServer();
     try {
-      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "", DEV_KEY_NETWORK: "1" });
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "" });
       try {
         expect(served.output.join("\n")).not.toMatch(/development ApiKey/);
         const response = await fetch(`${served.url}/api/v1/mutualContractInteraction?address=0x${"1".repeat(40)},0x${"2".repeat(40)}`, {
@@ -108,25 +108,14 @@ describe("relgraph serve", () => {
     }
   });
 
-  it("on Redis, refuses to start the development key network unless DEV_KEY_NETWORK=1 (issue 15, item 4)", async () => {
+  it("on Redis with no key configuration, runs the development key network as the contract says, with a warning", async () => {
     const redis = await startRedisServer();
     try {
-      const child = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
-        env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stderr = "";
-      child.stdout!.resume();
-      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-      expect(code).toBe(2);
-      expect(stderr).toMatch(/KEY_NETWORK_FILE is not set.*DEV_KEY_NETWORK=1/s);
-
-      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "k", DEV_KEY_NETWORK: "1" });
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "" });
       expect((await fetch(`${served.url}/healthz`)).status).toBe(200);
       served.child.kill("SIGTERM");
       expect(await served.exited).toBe(0);
-      expect(served.output.join("\n")).toMatch(/DEVELOPMENT 2-of-3 key network/);
+      expect(served.output.join("\n")).toMatch(/WARNING encryption: DEVELOPMENT 2-of-3 key network running in-process on a real store/);
     } finally {
       await redis.stop();
     }

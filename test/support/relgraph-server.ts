@@ -14,7 +14,7 @@ export interface StartRelgraphOptions {
   store?: GraphStore;
   /** Records (ingestion format) loaded into the store before the server listens. */
   records?: Iterable<unknown>;
-  /** Environment for loadConfig, on top of API_KEYS=test-key and DEV_KEY_NETWORK=1 (Redis-backed servers run the dev network too). */
+  /** Environment for loadConfig, on top of API_KEYS=test-key. */
   env?: Record<string, string>;
 }
 
@@ -37,7 +37,7 @@ export async function startRelgraph(options: StartRelgraphOptions = {}): Promise
   let relgraph: Relgraph | undefined;
   try {
     if (options.records) await ingestRecords(store, options.records);
-    const config = loadConfig({ API_KEYS: TEST_API_KEY, DEV_KEY_NETWORK: "1", ...options.env });
+    const config = loadConfig({ API_KEYS: TEST_API_KEY, ...options.env });
     relgraph = await createRelgraph(config, store, { logLevel: false });
     await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
   } catch (err) {
