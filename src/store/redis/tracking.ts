@@ -122,7 +122,7 @@ class NodeTracker {
   private readonly client;
   /** Bumped whenever the connection is lost, so that a set-up begun before it does not count. */
   private session = 0;
-  private enabling = false;
+  private enabling: Promise<void> | null = null;
   private closing = false;
 
   constructor(
@@ -189,9 +189,16 @@ class NodeTracker {
     this.events.lost();
   }
 
-  private async enable(): Promise<void> {
-    if (this.enabling || this.closing) return;
-    this.enabling = true;
+  /** Sets tracking up on the current connection; joins a set-up already under way. */
+  private enable(): Promise<void> {
+    if (this.closing) return Promise.resolve();
+    this.enabling ??= this.setUp().finally(() => {
+      this.enabling = null;
+    });
+    return this.enabling;
+  }
+
+  private async setUp(): Promise<void> {
     const session = this.session;
     try {
       // node-redis's handshake turned tracking on in the default mode, which cannot become BCAST.
@@ -203,8 +210,6 @@ class NodeTracker {
       this.events.found();
     } catch {
       // Lost again, or Redis refused (no RESP3 or tracking before Redis 6): the caches stay bypassed.
-    } finally {
-      this.enabling = false;
     }
   }
 }
