@@ -29,8 +29,8 @@ const PEER = fileURLToPath(new URL("./peer-server.js", import.meta.url));
 const WALLET_USERS = 20;
 const PAIRS_PER_BAND = 50;
 /**
- * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (for
- * the data version), so a run should ask about as many different users as it makes calls, as a
+ * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (until
+ * they change), so a run should ask about as many different users as it makes calls, as a
  * service asked by many people does, rather than measure a few users' cached neighbourhoods.
  */
 const RECOMMEND_USERS = 20_000;
