@@ -61,6 +61,8 @@ export async function startTracking(nodes: () => string[]): Promise<RedisTrackin
   };
   const follow = () => {
     const wanted = new Set(nodes());
+    // A cluster client between two discoveries knows no masters: keep what is tracked until it does.
+    if (wanted.size === 0 && trackers.size > 0) return;
     for (const [url, tracker] of trackers) {
       if (wanted.has(url)) continue;
       trackers.delete(url);
