@@ -5,7 +5,7 @@ import { createCachedStore } from "../../../src/store/cache/cached-store.js";
 import { createMemoryStore } from "../../../src/store/memory/memory-store.js";
 import { createRedisStore, type RedisStoreOptions } from "../../../src/store/redis/redis-store.js";
 import { TRACKING_CLIENT_NAME } from "../../../src/store/redis/tracking.js";
-import type { ChangeNotifier, GraphStore } from "../../../src/store/store.js";
+import type { ChangedPart, ChangeNotifier, GraphStore } from "../../../src/store/store.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../../support/redis-servers.js";
 import { addr, batch, user } from "../store-acceptance.js";
 
@@ -312,5 +312,59 @@ describe.each(engines)("the cache layer on $name", (engine) => {
     await reader.caughtUp();
     expect(await reader.users([ann!])).toEqual([null]);
     expect(await reader.userSetSizes("friends", [ben!])).toEqual([0]);
+  });
+});
+
+describe("the cache layer's own writes", () => {
+  it("show in its next read: a write resolves only once the engine has reported what it changed", async () => {
+    const engine = createMemoryStore();
+    // An engine whose reports lag its writes, as Redis's pushes may lag a write's reply: they reach
+    // the layer only when it asks the engine to catch up.
+    const queued: (readonly ChangedPart[])[] = [];
+    engine.onChange((parts) => queued.push(parts));
+    let deliver: (parts: readonly ChangedPart[]) => void = () => {};
+    const lagging: Engine = {
+      ...engine,
+      onChange(listener) {
+        deliver = listener;
+        return () => {};
+      },
+      async caughtUp() {
+        for (const parts of queued.splice(0)) deliver(parts);
+      },
+    };
+    const store = createCachedStore(lagging);
+    await store.write(batch({ users: [user("ann", [])] }));
+    const [ann] = (await store.resolveRelationIds(["ann"])) as UserId[];
+    expect((await store.users([ann!]))[0]?.name).toBe("name of ann");
+    await store.write(batch({ users: [user("ann", [], { name: "Ann, renamed" })] }));
+    expect((await store.users([ann!]))[0]?.name).toBe("Ann, renamed");
+    await store.close();
+  });
+
+  it("serve nothing from the caches while the engine cannot report changes", async () => {
+    const engine = createMemoryStore();
+    let watching = false;
+    const { proxy, take } = counted({
+      ...engine,
+      get watching() {
+        return watching;
+      },
+    });
+    const store = createCachedStore(proxy);
+    await store.write(batch({ users: [user("ann", [])], friends: [] }));
+    const [ann] = (await store.resolveRelationIds(["ann"])) as UserId[];
+    const read = async () => {
+      await store.users([ann!]);
+      await store.userSetSizes("friends", [ann!]);
+    };
+    await read();
+    await read();
+    expect(take()).toHaveLength(4);
+    watching = true;
+    await read();
+    await read();
+    expect(take()).toHaveLength(2);
+    await store.close();
   });
 });
