@@ -6,7 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
-import { DATA_VERSION, RELATION_ID_INDEX } from "../src/store/redis/keys.js";
+import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
+import { TRACKING_CLIENT_NAME } from "../src/store/redis/tracking.js";
 import { effectiveCores } from "./calibrate.js";
 import { createDataset, type Dataset } from "./dataset.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measure.js";
@@ -28,8 +29,8 @@ const PEER = fileURLToPath(new URL("./peer-server.js", import.meta.url));
 const WALLET_USERS = 20;
 const PAIRS_PER_BAND = 50;
 /**
- * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (for
- * the data version), so a run should ask about as many different users as it makes calls, as a
+ * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (until
+ * they change), so a run should ask about as many different users as it makes calls, as a
  * service asked by many people does, rather than measure a few users' cached neighbourhoods.
  */
 const RECOMMEND_USERS = 20_000;
@@ -140,7 +141,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
       port: relgraphPort,
       pid: relgraph.pid,
       apiKey,
-      emptyCaches: () => newDataVersion(redisUrl),
+      emptyCaches: () => dropTracking(redisUrl),
       diagnose: () => {
         const exit = relgraph.exited();
         return exit === null ? "" : `; relgraph has exited (${exit}), its last output:\n${relgraph.output().slice(-1_500)}`;
@@ -287,12 +288,27 @@ main(process.argv.slice(2)).then(
   },
 );
 
-/** Sets a new data version, as a write does (src/store/redis/keys.ts): relgraph then empties its caches. */
-async function newDataVersion(redisUrl: string): Promise<void> {
+/**
+ * Empties relgraph's caches from outside: kills its tracking connections, which makes it drop
+ * everything it cached (src/store/redis/tracking.ts), and waits until it tracks again.
+ */
+async function dropTracking(redisUrl: string): Promise<void> {
   const redis = createClient({ url: redisUrl });
   await redis.connect();
+  const tracking = async () =>
+    (await redis.sendCommand<string>(["CLIENT", "LIST"]))
+      .split("\n")
+      .filter((line) => line.includes(` name=${TRACKING_CLIENT_NAME} `))
+      .map((line) => ({ id: /\bid=(\d+)/.exec(line)?.[1] ?? "", tracking: /\bflags=\S*t/.test(line) }));
   try {
-    await redis.set(DATA_VERSION, `bench-${randomBytes(12).toString("hex")}`);
+    const killed = await tracking();
+    for (const { id } of killed) await redis.sendCommand(["CLIENT", "KILL", "ID", id]);
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const now = await tracking();
+      if (now.length >= killed.length && now.every((client) => client.tracking && !killed.some((k) => k.id === client.id))) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error("relgraph did not track Redis again within 5 s of losing its tracking connections");
   } finally {
     await redis.close();
   }

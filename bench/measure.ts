@@ -17,8 +17,8 @@ export interface BenchTargets {
     pid: number;
     apiKey: string;
     /**
-     * Empties relgraph's in-process caches, as any write does: sets a new data version
-     * (src/store/redis/keys.ts), which relgraph reads as each query starts.
+     * Empties relgraph's in-process caches from outside: drops its tracking connections, which makes
+     * it forget everything it cached (src/store/redis/tracking.ts).
      */
     emptyCaches(): Promise<void>;
     /** "" while relgraph runs; once it has exited, how it ended and the tail of its output. */

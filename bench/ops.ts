@@ -100,7 +100,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
     case "rec-again": {
       // "rec" asks as many different users as a run makes calls, as a service asked by many people is;
       // "rec-again" asks the same few again and again (pages re-read, feeds refreshed): what relgraph
-      // keeps for the data version then serves most of each call. Both start every path from empty
+      // keeps until the data changes then serves most of each call. Both start every path from empty
       // caches (coldStart), then warm them for the warm-up's few seconds.
       const all = dataset.recommendUsers;
       const users = id === "rec" ? all : all.slice(0, REPEATED_RECOMMEND_USERS);

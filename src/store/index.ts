@@ -1,18 +1,23 @@
 import type { Config } from "../config/config.js";
+import { createCachedStore } from "./cache/cached-store.js";
 import { createMemoryStore } from "./memory/memory-store.js";
 import { createRedisStore } from "./redis/redis-store.js";
-import type { GraphStore } from "./store.js";
+import type { ChangeNotifier, GraphStore } from "./store.js";
 
 export type { GraphStore } from "./store.js";
 export { createMemoryStore } from "./memory/memory-store.js";
 export { createRedisStore, type RedisStoreOptions } from "./redis/redis-store.js";
+export { createCachedStore } from "./cache/cached-store.js";
 export { UnknownRelationIdError } from "./batch.js";
 
 /** The configuration a store engine is chosen and opened from. */
 export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs">>;
 
-/** Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer. */
-type EngineFactory = (config: StoreConfig) => Promise<GraphStore>;
+/**
+ * Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer.
+ * Every engine reports its changes, so that one cache layer serves them all.
+ */
+type EngineFactory = (config: StoreConfig) => Promise<GraphStore & ChangeNotifier>;
 
 /** The engines, by registered name. */
 export const ENGINES: Readonly<Record<string, EngineFactory>> = {
@@ -27,7 +32,7 @@ export function engineName(config: StoreConfig): "memory" | "redis" | "redis-clu
   return config.redisUrl ? "redis" : "memory";
 }
 
-/** Opens the store the configuration selects. */
-export function createStore(config: StoreConfig): Promise<GraphStore> {
-  return (ENGINES[engineName(config)] as EngineFactory)(config);
+/** Opens the store the configuration selects, behind the read caches (cache/cached-store.ts). */
+export async function createStore(config: StoreConfig): Promise<GraphStore & ChangeNotifier> {
+  return createCachedStore(await (ENGINES[engineName(config)] as EngineFactory)(config));
 }

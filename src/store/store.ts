@@ -34,6 +34,17 @@ export type ChangedPart =
 export interface ChangeNotifier {
   /** Calls `listener` with the parts each write changed, soon after they change; returns the unsubscribe. */
   onChange(listener: (parts: readonly ChangedPart[]) => void): () => void;
+  /**
+   * False while changes may go unreported (the engine's invalidation connection is down or not yet
+   * set up): caches must not serve then. Before it turns true again, "everything" is reported.
+   */
+  readonly watching: boolean;
+  /**
+   * Resolves once every change completed before the call has been reported to the listeners (or
+   * "everything" has been, when the engine cannot tell). Never rejects. A writer awaits it so that
+   * its own next read sees its write.
+   */
+  caughtUp(): Promise<void>;
 }
 
 /** Read side of the graph. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { foldSocialUsername } from "../../src/domain/identity.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
+import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore } from "../../src/store/store.js";
@@ -246,6 +247,7 @@ async function checkAgainstModel(open: () => Promise<GraphStore>, sequences: num
         const byName = await store.resolve(everyone.map((x) => ({ kind: "social" as const, value: foldSocialUsername(`USER${x.slice(1)}`) })));
         const nameOwners = await store.relationIds(byName.map((id) => id ?? -1));
         expect(nameOwners, context).toEqual(everyone.map((x) => (model.users.get(x)?.username ? x : "")));
+        await expectSetReadsAgree(store, everyone, context);
       }
     } finally {
       await store.close();
@@ -253,9 +255,33 @@ async function checkAgainstModel(open: () => Promise<GraphStore>, sequences: num
   }
 }
 
+/**
+ * The set reads the cache layer serves (sizes, bounded members, asset holders) agree with the sets
+ * as read whole: after a change, no stale entry survives.
+ */
+async function expectSetReadsAgree(store: GraphStore, everyone: readonly string[], context: string): Promise<void> {
+  const ids = (await store.resolveRelationIds(everyone)).filter((id): id is number => id !== null);
+  const sorted = (sets: readonly (readonly number[] | null)[]) => sets.map((set) => set && [...set].sort((x, y) => x - y));
+  for (const kind of ["friends", "following", "followers"] as const) {
+    const sets = await Promise.all(ids.map((id) => store.userSet(kind, id)));
+    expect(await store.userSetSizes(kind, ids), context).toEqual(sets.map((set) => set.length));
+    expect(sorted(await store.userSetsBounded(kind, ids, USERS)), context).toEqual(sorted(sets));
+  }
+  for (const kind of ["contracts", "nfts"] as const) {
+    const assets = await Promise.all(ids.map((id) => store.userAssets(kind, id)));
+    const holders = CONTRACTS.map((contract) => ids.filter((_, i) => assets[i]!.includes(contract)));
+    expect(await store.assetHolderCounts(kind, CONTRACTS), context).toEqual(holders.map((set) => set.length));
+    expect(sorted(await store.assetHoldersBounded(kind, CONTRACTS, USERS)), context).toEqual(sorted(holders));
+  }
+}
+
 describe("random changes against a model", () => {
   it("memory engine", async () => {
     await checkAgainstModel(async () => createMemoryStore(), 60, 5, 1);
+  });
+  // Behind the read caches (src/store/cache/), as createStore serves every engine.
+  it("memory engine, cached", async () => {
+    await checkAgainstModel(async () => createCachedStore(createMemoryStore()), 60, 5, 4);
   });
 
   describe("redis engine", () => {
@@ -274,6 +300,15 @@ describe("random changes against a model", () => {
         return store;
       }), 16, 5, 2);
     });
+    it("standalone, cached", async () => {
+      let db = 0;
+      await checkAgainstModel(async () => {
+        const store = await createRedisStore({ url: `${server.url}/${db++ % 16}` });
+        await flush(server.url, (db - 1) % 16);
+        await store.caughtUp();
+        return createCachedStore(store);
+      }, 8, 5, 5);
+    });
   });
 
   describe("redis-cluster engine", () => {
@@ -289,6 +324,12 @@ describe("random changes against a model", () => {
         await flushCluster(cluster.nodes);
         return createRedisStore({ clusterNodes: cluster.nodes });
       }, 6, 5, 3);
+    });
+    it("cluster, cached", async () => {
+      await checkAgainstModel(async () => {
+        await flushCluster(cluster.nodes);
+        return createCachedStore(await createRedisStore({ clusterNodes: cluster.nodes }));
+      }, 3, 5, 6);
     });
   });
 });

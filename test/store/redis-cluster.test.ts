@@ -5,6 +5,8 @@ import type { UserId } from "../../src/domain/model.js";
 import { createStore } from "../../src/store/index.js";
 import { addressAssetsKey, userSetKey } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { createCachedStore } from "../../src/store/cache/cached-store.js";
+import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster } from "../support/redis-servers.js";
 import { addr, batch, defineStoreAcceptance, fixture } from "./store-acceptance.js";
 
@@ -31,17 +33,23 @@ async function onEveryNode(nodes: string[], args: string[]): Promise<unknown[]> 
   );
 }
 
-defineStoreAcceptance({
-  engine: "redis-cluster",
-  async createEmpty() {
-    await onEveryNode(cluster.nodes, ["FLUSHALL"]);
-    return createRedisStore({ clusterNodes: cluster.nodes });
-  },
-  async createDisposable() {
-    const own = await startRedisCluster();
-    return { store: await createRedisStore({ clusterNodes: own.nodes }), stopBackend: own.stop };
-  },
-});
+for (const cached of [false, true]) {
+  // Bare, as the engine is; and behind the cache layer, as createStore serves it (test/store/cache/).
+  const wrap = (store: GraphStore & ChangeNotifier) => (cached ? createCachedStore(store) : store);
+  describe(cached ? "behind the cache layer" : "bare", () => {
+    defineStoreAcceptance({
+      engine: "redis-cluster",
+      async createEmpty() {
+        await onEveryNode(cluster.nodes, ["FLUSHALL"]);
+        return wrap(await createRedisStore({ clusterNodes: cluster.nodes }));
+      },
+      async createDisposable() {
+        const own = await startRedisCluster();
+        return { store: wrap(await createRedisStore({ clusterNodes: own.nodes })), stopBackend: own.stop };
+      },
+    });
+  });
+}
 
 describe("redis-cluster engine", () => {
   it("is chosen by createStore over a URL when cluster nodes are configured", async () => {

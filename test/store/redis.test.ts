@@ -5,7 +5,8 @@ import { createStore } from "../../src/store/index.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { userSetKey } from "../../src/store/redis/keys.js";
 import type { UserId } from "../../src/domain/model.js";
-import type { GraphStore } from "../../src/store/store.js";
+import { createCachedStore } from "../../src/store/cache/cached-store.js";
+import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 import { batch, defineStoreAcceptance, user } from "./store-acceptance.js";
 
@@ -49,17 +50,23 @@ async function withReaderAndWriter(
   }
 }
 
-defineStoreAcceptance({
-  engine: "redis",
-  async createEmpty() {
-    await flushAll(server.url);
-    return createRedisStore({ url: server.url });
-  },
-  async createDisposable() {
-    const own = await startRedisServer();
-    return { store: await createRedisStore({ url: own.url }), stopBackend: own.stop };
-  },
-});
+for (const cached of [false, true]) {
+  // Bare, as the engine is; and behind the cache layer, as createStore serves it (test/store/cache/).
+  const wrap = (store: GraphStore & ChangeNotifier) => (cached ? createCachedStore(store) : store);
+  describe(cached ? "behind the cache layer" : "bare", () => {
+    defineStoreAcceptance({
+      engine: "redis",
+      async createEmpty() {
+        await flushAll(server.url);
+        return wrap(await createRedisStore({ url: server.url }));
+      },
+      async createDisposable() {
+        const own = await startRedisServer();
+        return { store: wrap(await createRedisStore({ url: own.url })), stopBackend: own.stop };
+      },
+    });
+  });
+}
 
 describe("redis engine", () => {
   it("is chosen by createStore when a URL is configured", async () => {
@@ -158,114 +165,5 @@ describe("redis engine", () => {
       await client.close();
       await store.close();
     }
-  });
-
-  it("serves a reader's cached records only while no other process has written", async () => {
-    await withReaderAndWriter(async ({ reader, writer, calls }) => {
-      const userReads = () => calls("mget");
-      const A = "0x" + "a".repeat(40);
-      await writer.write(batch({ users: [user("ann", [A]), user("ben", [])] }));
-      const hydrate = async () => {
-        const [id] = await reader.resolve([{ kind: "address", value: A }]);
-        return (await reader.users([id as UserId]))[0];
-      };
-      expect((await hydrate())?.name).toBe("name of ann");
-      const before = await userReads();
-      expect((await hydrate())?.name).toBe("name of ann");
-      expect(await userReads()).toBe(before);
-      // Another process (relgraph ingest) rewrites the user: the reader's next query sees it.
-      await writer.write(batch({ users: [user("ann", [A], { name: "Ann, renamed" })] }));
-      const afterWrite = await userReads();
-      expect((await hydrate())?.name).toBe("Ann, renamed");
-      expect(await userReads()).toBe(afterWrite + 1);
-      // A write that fails halfway (a friend no load defines) still makes readers drop what they hold.
-      const beforeFailure = await userReads();
-      await expect(writer.write(batch({ friends: [{ a: "ann", b: "nobody", description: "" }] }))).rejects.toThrow(/nobody/);
-      expect((await hydrate())?.name).toBe("Ann, renamed");
-      expect(await userReads()).toBe(beforeFailure + 1);
-      // A flushed and reloaded database never looks like the version the reader holds, even where it
-      // gives an id that the reader knew to another user.
-      const [annId] = (await reader.resolveRelationIds(["ann"])) as UserId[];
-      expect(await reader.relationIds([annId!])).toEqual(["ann"]);
-      await flushAll(server.url);
-      await writer.write(batch({ users: [user("ben", []), user("ann", [A], { name: "Ann, reloaded" })] }));
-      expect((await hydrate())?.name).toBe("Ann, reloaded");
-      expect(await reader.resolveRelationIds(["ben"])).toEqual([annId]);
-      expect(await reader.relationIds([annId!])).toEqual(["ben"]);
-    });
-  });
-
-  it("keeps intersections longer than a page for the data version, and recomputes short ones", async () => {
-    await withReaderAndWriter(async ({ reader, writer, calls }) => {
-      const intersections = () => calls("sinter");
-      const friendOf = (a: string) => (m: { relationId: string }) => ({ a, b: m.relationId, description: "" });
-      const members = Array.from({ length: 150 }, (_, i) => user(`m${i}`, []));
-      await writer.write(
-        batch({
-          users: [user("h1", []), user("h2", []), user("s1", []), user("s2", []), ...members],
-          friends: [...members.map(friendOf("h1")), ...members.map(friendOf("h2")), friendOf("s1")(members[0]!), friendOf("s2")(members[0]!)],
-        }),
-      );
-      const [h1, h2, s1, s2] = (await reader.resolveRelationIds(["h1", "h2", "s1", "s2"])) as UserId[];
-      // Every query starts by resolving identities, which reads the data version.
-      const query = async (a: UserId, b: UserId) => {
-        await reader.resolve([]);
-        return reader.userSetIntersection("friends", [a!, b!]);
-      };
-      const before = await intersections();
-      expect(await query(h1!, h2!)).toHaveLength(150);
-      expect(await query(h2!, h1!)).toHaveLength(150);
-      expect(await intersections()).toBe(before + 1);
-      expect(await query(s1!, s2!)).toHaveLength(1);
-      expect(await query(s1!, s2!)).toHaveLength(1);
-      expect(await intersections()).toBe(before + 3);
-      // Another process adds a mutual friend of the hubs: the next query sees it.
-      await writer.write(batch({ users: [user("m150", [])], friends: [friendOf("h1")({ relationId: "m150" }), friendOf("h2")({ relationId: "m150" })] }));
-      expect(await query(h1!, h2!)).toHaveLength(151);
-    });
-  });
-
-  it("keeps the sizes and members of neighbour sets for the data version, within their bound", async () => {
-    await withReaderAndWriter(async ({ reader, writer, calls }) => {
-      const friendOf = (a: string) => (b: string) => ({ a, b, description: "" });
-      const K = "0x" + "c".repeat(40);
-      await writer.write(
-        batch({
-          users: ["p", "q", "r", "s"].map((name) => user(name, [])).concat([user("holder", ["0x" + "d".repeat(40)])]),
-          friends: [friendOf("p")("q"), friendOf("p")("r"), friendOf("q")("r"), friendOf("s")("q"), friendOf("s")("r"), friendOf("s")("p")],
-          interactions: [{ address: "0x" + "d".repeat(40), contract: K }],
-        }),
-      );
-      const ids = (await reader.resolveRelationIds(["p", "q", "r", "s", "holder"])) as UserId[];
-      const [p, q, r, s, holder] = ids;
-      const sorted = (sets: (UserId[] | null)[]) => sets.map((set) => set && [...set].sort((x, y) => x - y));
-      const expand = async () => {
-        await reader.resolve([]);
-        return {
-          sizes: await reader.userSetSizes("friends", [p!, q!, r!, s!]),
-          sets: sorted(await reader.userSetsBounded("friends", [p!, q!, r!, s!], 2)),
-          holders: sorted(await reader.assetHoldersBounded("contracts", [K], 10)),
-        };
-      };
-      const expected = {
-        sizes: [3, 3, 3, 3],
-        sets: [null, null, null, null],
-        holders: [[holder]],
-      };
-      const reads = async () => (await calls("scard")) + (await calls("smembers"));
-      expect(await expand()).toEqual(expected);
-      const afterFirst = await reads();
-      expect(await expand()).toEqual(expected);
-      expect(await reads()).toBe(afterFirst);
-      // Another process gives p a new friend: the reader's next query sees p's new size and t's set.
-      await writer.write(batch({ users: [user("t", [])], friends: [friendOf("t")("p")] }));
-      const t = (await reader.resolveRelationIds(["t"]))[0] as UserId;
-      await reader.resolve([]);
-      expect(await reader.userSetSizes("friends", [p!, t])).toEqual([4, 1]);
-      expect(sorted(await reader.userSetsBounded("friends", [t, s!], 3))).toEqual([[p], [p, q, r].sort((x, y) => x! - y!)]);
-      const afterRead = await reads();
-      expect(sorted(await reader.userSetsBounded("friends", [t, s!], 3))).toEqual([[p], [p, q, r].sort((x, y) => x! - y!)]);
-      expect(await reads()).toBe(afterRead);
-    });
   });
 });

@@ -689,7 +689,7 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         try {
           await disposable.store.write(fixture());
           await disposable.store.ping();
-          // Just read, the data version is trusted for a moment: the set reads below go to the backend at once.
+          // None of the sets below has been read, so behind the cache layer too every call goes to the backend.
           await disposable.store.resolve([{ kind: "social", value: "nobody" }]);
           await disposable.stopBackend();
           for (const call of [

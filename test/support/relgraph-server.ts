@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { loadConfig } from "../../src/config/config.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { createRelgraph, type Relgraph } from "../../src/relgraph.js";
+import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 
@@ -10,7 +11,7 @@ export const TEST_API_KEY = "test-key";
 
 /** Options of startRelgraph. */
 export interface StartRelgraphOptions {
-  /** The store to serve; default a fresh memory store. The server owns it: close() closes it. */
+  /** The store to serve; default a fresh memory store behind the caches, as createStore opens it. The server owns it: close() closes it. */
   store?: GraphStore;
   /** Records (ingestion format) loaded into the store before the server listens. */
   records?: Iterable<unknown>;
@@ -33,7 +34,7 @@ export interface RunningRelgraph {
  * port 0 of 127.0.0.1.
  */
 export async function startRelgraph(options: StartRelgraphOptions = {}): Promise<RunningRelgraph> {
-  const store = options.store ?? createMemoryStore();
+  const store = options.store ?? createCachedStore(createMemoryStore());
   let relgraph: Relgraph | undefined;
   try {
     if (options.records) await ingestRecords(store, options.records);

@@ -1,5 +1,5 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import type { ApiKeyRecord, ChangedPart, GraphStore, IngestBatch, UserInput, WriteOptions } from "../store.js";
+import type { ApiKeyRecord, ChangedPart, ChangeNotifier, GraphStore, IngestBatch, UserInput, WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 
 /**
@@ -10,7 +10,7 @@ import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, Unkn
  * union of their addresses' sets. A write runs in one turn of the event loop, so no reader ever
  * sees part of one.
  */
-export function createMemoryStore(): GraphStore & { onChange(listener: (parts: readonly ChangedPart[]) => void): () => void } {
+export function createMemoryStore(): GraphStore & ChangeNotifier {
   let lastId = 0;
   const idByRelationId = new Map<string, UserId>();
   const userById = new Map<UserId, UserRecord>();
@@ -283,6 +283,9 @@ export function createMemoryStore(): GraphStore & { onChange(listener: (parts: r
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    // Nothing else writes to it, and each write reports before it returns.
+    watching: true,
+    async caughtUp() {},
 
     exclusive<T>(work: () => Promise<T>): Promise<T> {
       // Writers of one process take turns, as the redis engine's lease makes writers of many do.
@@ -310,7 +313,8 @@ export function createMemoryStore(): GraphStore & { onChange(listener: (parts: r
       writeAssets("contracts", batch.interactions);
       writeAssets("nfts", batch.nfts);
       writeRelations(batch);
-      const parts = changed;
+      // A bulk load drops every cache at once rather than entry by entry.
+      const parts: readonly ChangedPart[] = changed.length > MAX_REPORTED_PARTS ? [{ part: "everything" }] : changed;
       changed = [];
       for (const listener of listeners) listener(parts);
       options.onProgress?.({ written: total, total });
@@ -359,6 +363,9 @@ export function createMemoryStore(): GraphStore & { onChange(listener: (parts: r
     },
   };
 }
+
+/** Parts one write reports one by one. */
+const MAX_REPORTED_PARTS = 100_000;
 
 function copyUser(user: UserRecord | undefined): UserRecord | null {
   if (!user) return null;

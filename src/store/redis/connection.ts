@@ -29,6 +29,8 @@ export interface RedisConnection {
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
   /** Sizes and members of UserId sets: a reader of its own on a standalone `redis://` server, else node-redis. */
   readonly idSets: IdSetReads;
+  /** URLs of the nodes that hold data now: the server, or each master of a cluster as last discovered. */
+  dataNodes(): string[];
   close(): Promise<void>;
 }
 
@@ -88,6 +90,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
+      dataNodes: () => cluster.masters.map((master) => `redis://${master.host}:${master.port}`),
       close: () => closeQuietly(() => cluster.close()),
     };
   }
@@ -112,6 +115,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       return replies.flat();
     },
     idSets,
+    dataNodes: () => [options.url],
     close: async () => {
       await Promise.all([idSets.close(), closeQuietly(() => client.close())]);
     },

@@ -1,4 +1,5 @@
 import type { AssetKind, IdentityKind, UserId, UserSetKind } from "../../domain/model.js";
+import type { ChangedPart } from "../store.js";
 
 /*
  * Every Redis key relgraph uses, in one place. All start with `rg:`.
@@ -8,14 +9,6 @@ import type { AssetKind, IdentityKind, UserId, UserSetKind } from "../../domain/
  * reader intersects client-side on a cluster. User-to-user sets hold integer UserIds so that
  * Redis keeps them as compact intsets.
  */
-
-/**
- * String: a fresh random token set by every write when it starts and again when it is complete
- * (so a write that fails halfway still counts). Readers that cache records in process
- * (versioned-cache.ts) compare it to tell whether what they hold is still current; a token rather than a
- * counter, so that a flushed and reloaded database never repeats an old version.
- */
-export const DATA_VERSION = "rg:data-version";
 
 /** INCR sequence that allocates UserIds (1, 2, …). */
 export const USER_ID_SEQUENCE = "rg:seq:user";
@@ -31,14 +24,22 @@ export function identityIndexKey(kind: IdentityKind): string {
   return `rg:idx:${kind}`;
 }
 
+const USER_PREFIX = "rg:user:";
+
 /** String: the user's record as JSON. */
 export function userKey(id: UserId): string {
-  return `rg:user:${id}`;
+  return `${USER_PREFIX}${id}`;
+}
+
+const USER_SET_KINDS: readonly UserSetKind[] = ["friends", "following", "followers"];
+
+function userSetPrefix(kind: UserSetKind): string {
+  return `rg:${kind}:`;
 }
 
 /** Set of UserIds: friends (undirected), following or followers of one user. */
 export function userSetKey(kind: UserSetKind, id: UserId): string {
-  return `rg:${kind}:${id}`;
+  return `${userSetPrefix(kind)}${id}`;
 }
 
 /** Hash peer UserId → description of the friend relation between the user and that peer. */
@@ -77,9 +78,15 @@ export function userAssetsKey(kind: AssetKind, id: UserId): string {
   return `rg:user-${kind}:${id}`;
 }
 
+const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
+
+function assetHoldersPrefix(kind: AssetKind): string {
+  return `rg:holders-${kind}:`;
+}
+
 /** Set of UserIds holding one asset (reverse of userAssetsKey). */
 export function assetHoldersKey(kind: AssetKind, asset: string): string {
-  return `rg:holders-${kind}:${asset}`;
+  return `${assetHoldersPrefix(kind)}${asset}`;
 }
 
 /** String with a TTL: one paging state. */
@@ -110,3 +117,43 @@ export function apiKeyKey(hash: string): string {
 
 /** Hash ApiKey id → hash, for listing and revoking by id. */
 export const API_KEY_IDS = "rg:api-key-ids";
+
+/**
+ * The key prefixes whose keys hold what the read caches keep (store/cache/): users, user sets and
+ * asset holders. Server-assisted client-side caching (tracking.ts) watches exactly these. None is a
+ * prefix of another, as Redis requires of broadcast prefixes.
+ */
+export const CACHED_KEY_PREFIXES: readonly string[] = [
+  USER_PREFIX,
+  ...USER_SET_KINDS.map(userSetPrefix),
+  ...ASSET_KINDS.map(assetHoldersPrefix),
+];
+
+/**
+ * The part of the graph a key under CACHED_KEY_PREFIXES holds (the inverse of userKey, userSetKey
+ * and assetHoldersKey), or null for any other key. A user's relationId is named by its record: every
+ * write that gives or takes an id's relationId rewrites or deletes the record too.
+ */
+export function changedPartOfKey(key: string): ChangedPart | null {
+  if (key.startsWith(USER_PREFIX)) {
+    const id = userIdOf(key.slice(USER_PREFIX.length));
+    return id === null ? null : { part: "user", id };
+  }
+  for (const kind of USER_SET_KINDS) {
+    const prefix = userSetPrefix(kind);
+    if (!key.startsWith(prefix)) continue;
+    const id = userIdOf(key.slice(prefix.length));
+    return id === null ? null : { part: "userSet", kind, id };
+  }
+  for (const kind of ASSET_KINDS) {
+    const prefix = assetHoldersPrefix(kind);
+    if (key.startsWith(prefix)) return { part: "assetHolders", kind, asset: key.slice(prefix.length) };
+  }
+  return null;
+}
+
+/** The UserId a key suffix spells, exactly as the builders write it; null for anything else. */
+function userIdOf(text: string): UserId | null {
+  const id = Number(text);
+  return Number.isSafeInteger(id) && id >= 0 && String(id) === text ? id : null;
+}

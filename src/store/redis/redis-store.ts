@@ -1,11 +1,10 @@
-import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
+import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { ApiKeyRecord, GraphStore, IngestBatch, WriteOptions } from "../store.js";
+import type { ApiKeyRecord, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
   API_KEY_IDS,
-  DATA_VERSION,
   apiKeyKey,
   assetAddressesKey,
   addressAssetsKey,
@@ -24,18 +23,34 @@ import {
 import { completeInterruptedWrite, readUsers, writeBatch } from "./redis-write.js";
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
-import { DataVersion, IdTable } from "./versioned-cache.js";
+import { startTracking, type RedisTracking } from "./tracking.js";
 
 export type { RedisStoreOptions } from "./connection.js";
 
 /**
  * The redis engine, over one standalone server ("redis") or a Redis Cluster ("redis-cluster").
  * Connects before resolving; rejects with StoreUnavailableError when Redis does not answer.
- * Key layout: keys.ts. Every failure of a method surfaces as StoreUnavailableError.
+ * Key layout: keys.ts. Every failure of a method surfaces as StoreUnavailableError. It caches
+ * nothing itself; it reports every change any process makes (tracking.ts), for the cache layer.
  */
-export async function createRedisStore(options: RedisStoreOptions, writing: RedisWriteOptions = {}): Promise<GraphStore> {
+export async function createRedisStore(options: RedisStoreOptions, writing: RedisWriteOptions = {}): Promise<GraphStore & ChangeNotifier> {
   const redis = await connectRedis(options);
-  return guardAll(redisGraphStore(redis, writing));
+  let tracking: RedisTracking;
+  try {
+    tracking = await startTracking(() => redis.dataNodes());
+  } catch (cause) {
+    await redis.close();
+    throw unavailable(cause);
+  }
+  const store = guardAll(redisGraphStore(redis, writing, tracking));
+  return {
+    ...store,
+    onChange: (listener) => tracking.onChange(listener),
+    get watching() {
+      return tracking.watching;
+    },
+    caughtUp: () => tracking.caughtUp(),
+  };
 }
 
 /** How the redis engine writes. */
@@ -44,7 +59,7 @@ export interface RedisWriteOptions {
   leaseMs?: number;
 }
 
-function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions): GraphStore {
+function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tracking: RedisTracking): GraphStore {
   let closed: Promise<void> | null = null;
   /** Set inside work that holds the write lease, so that writes within it do not wait for it again. */
   const leaseHolder = new AsyncLocalStorage<true>();
@@ -61,35 +76,17 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions): Gr
     });
   };
   const toIds = (members: string[]) => members.map(Number);
-  const dataVersion = new DataVersion();
-  // Recommendations and long mutual-friend lists order thousands of ids by relationId per call, so
-  // this cache keeps a loop of its own (through VersionedMap it cost a recommendation ~20%). An id's
-  // relationId never changes while the database lives, but a flushed and reloaded one reuses ids, so
-  // it follows the data version like the others.
-  const relationIdCache = dataVersion.track(new IdTable<string>());
-  const userCache = dataVersion.cache<UserId, UserRecord>(CACHED_USERS);
-  const intersectionCache = dataVersion.cache<string, UserId[]>(CACHED_INTERSECTIONS);
-  const setSizeCache = dataVersion.cache<SetCacheKey, number>(CACHED_SET_SIZES);
-  const setMemberCache = dataVersion.cache<SetCacheKey, UserId[]>(CACHED_SET_MEMBERS, (members) => members.length);
-  const readDataVersion = () => redis.send<string | null>(DATA_VERSION, ["GET", DATA_VERSION]);
-  /** Every query reads the version as it starts (resolve); this covers a call made without one. */
-  const trustDataVersion = async () => {
-    if (!dataVersion.trusted) dataVersion.note(await readDataVersion());
-  };
-  /** SCARD of each set, cached: recommendations size every neighbour's sets on every call. */
-  const setSizes = async (keys: readonly SetCacheKey[]) => {
-    await trustDataVersion();
-    return (await setSizeCache.getMany(keys, (missing) => redis.idSets.sizes(missing.map(redisKeyOf)))) as number[];
-  };
+  const setSizes = (keys: readonly string[]) => redis.idSets.sizes(keys);
   /**
-   * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), cached: the
-   * neighbourhoods recommendations expand overlap from call to call, and reading their members
-   * was most of a recommendation's CPU and garbage (see id-sets.ts for why they bypass node-redis).
+   * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), sized first
+   * (see id-sets.ts for why they bypass node-redis). Unbounded: the caller sized them already (the
+   * cache layer does), so they are read at once.
    */
-  const boundedMembers = async (keys: readonly SetCacheKey[], maxSize: number): Promise<(UserId[] | null)[]> => {
+  const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {
+    if (maxSize === Number.POSITIVE_INFINITY) return redis.idSets.members(keys);
     const sizes = await setSizes(keys);
     const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
-    const members = await setMemberCache.getMany(readable, (missing) => redis.idSets.members(missing.map(redisKeyOf)));
+    const members = await redis.idSets.members(readable);
     let next = 0;
     return keys.map((_, i) => {
       if (sizes[i]! > maxSize) return null;
@@ -106,71 +103,47 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions): Gr
       await redis.send(undefined, ["PING"]);
     },
     close() {
-      closed ??= redis.close();
+      closed ??= Promise.all([tracking.close(), redis.close()]).then(() => {});
       return closed;
     },
 
     async resolve(identities: readonly Identity[]) {
       const kinds: IdentityKind[] = ["address", "social", "game"];
       const found = new Map<string, string | null>();
-      // Every query starts here, so the data version rides along in the same round trip.
-      const [version] = await Promise.all([
-        readDataVersion(),
-        ...kinds.map(async (kind) => {
+      await Promise.all(
+        kinds.map(async (kind) => {
           const values = [...new Set(identities.filter((i) => i.kind === kind).map((i) => i.value))];
           const ids = await hashGetMany(redis, identityIndexKey(kind), values);
           values.forEach((value, i) => found.set(`${kind}:${value}`, ids[i] ?? null));
         }),
-      ]);
-      dataVersion.note(version);
+      );
       return identities.map(({ kind, value }) => toId(found.get(`${kind}:${value}`)));
     },
     async resolveRelationIds(relationIds: readonly string[]) {
       return (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
     },
-    async users(ids: readonly UserId[]) {
-      await trustDataVersion();
-      return userCache.getMany(ids, (missing) => readUsers(redis, missing));
+    users(ids: readonly UserId[]) {
+      return readUsers(redis, ids);
     },
     async relationIds(ids: readonly UserId[]) {
-      await trustDataVersion();
-      const known: (string | undefined)[] = new Array<string | undefined>(ids.length);
-      const missing = new Set<UserId>();
-      for (let i = 0; i < ids.length; i++) {
-        const relationId = relationIdCache.get(ids[i]!);
-        if (relationId === undefined) missing.add(ids[i]!);
-        else known[i] = relationId;
-      }
-      if (missing.size === 0) return known as string[];
-      const generation = dataVersion.generation;
-      const asked = [...missing];
-      const found = await hashGetMany(redis, RELATION_ID_BY_USER, asked.map(String));
-      const loaded = new Map(asked.map((id, i) => [id, found[i]]));
-      // Kept only if the version did not change meanwhile: then they may be of the older database.
-      if (generation === dataVersion.generation) {
-        if (relationIdCache.size + asked.length > CACHED_RELATION_IDS) relationIdCache.clear();
-        for (const [id, relationId] of loaded) if (relationId != null) relationIdCache.set(id, relationId);
-      }
-      return ids.map((id, i) => known[i] ?? loaded.get(id) ?? "");
+      const found = await hashGetMany(redis, RELATION_ID_BY_USER, ids.map(String));
+      return found.map((relationId) => relationId ?? "");
     },
 
     async userSet(kind: UserSetKind, id: UserId) {
       return toIds(await scanSet(redis, userSetKey(kind, id)));
     },
     userSetSizes(kind: UserSetKind, ids: readonly UserId[]) {
-      return setSizes(ids.map((id) => userSetCacheKey(kind, id)));
+      return setSizes(ids.map((id) => userSetKey(kind, id)));
     },
     userSetsBounded(kind: UserSetKind, ids: readonly UserId[], maxSize: number) {
       return boundedMembers(
-        ids.map((id) => userSetCacheKey(kind, id)),
+        ids.map((id) => userSetKey(kind, id)),
         maxSize,
       );
     },
     async userSetIntersection(kind: UserSetKind, ids: readonly UserId[]) {
-      await trustDataVersion();
-      const intersect = async () => toIds(await intersectSets(redis, ids.map((id) => userSetKey(kind, id))));
-      const key = `${kind}:${[...ids].sort((a, b) => a - b).join(",")}`;
-      return intersectionCache.get(key, intersect, (members) => members.length > PAGED_INTERSECTION);
+      return toIds(await intersectSets(redis, ids.map((id) => userSetKey(kind, id))));
     },
 
     userAssets(kind: AssetKind, id: UserId) {
@@ -258,47 +231,6 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions): Gr
     },
   };
 }
-
-/** Most user records kept in process for the current data version. */
-const CACHED_USERS = 100_000;
-/** Most intersections kept in process for the current data version (each over PAGED_INTERSECTION ids). */
-const CACHED_INTERSECTIONS = 1_000;
-/**
- * An intersection longer than the largest page (100) is read again for every page of its cursor
- * chain, and is what two hubs share: SINTER of two hubs costs Redis ~360 µs, which caps it near
- * 2,800 a second. Those are kept for the data version; short ones are cheap to recompute.
- */
-const PAGED_INTERSECTION = 100;
-
-/**
- * How the set caches name a set: a number for a user's set, the Redis key for an asset's holders. A
- * recommendation looks up ~170 user sets at random among millions of entries, and building and
- * hashing a key string for each cost ten times a number.
- */
-type SetCacheKey = number | string;
-
-const USER_SET_KINDS: readonly UserSetKind[] = ["friends", "following", "followers"];
-
-function userSetCacheKey(kind: UserSetKind, id: UserId): number {
-  return id * USER_SET_KINDS.length + USER_SET_KINDS.indexOf(kind);
-}
-
-function redisKeyOf(key: SetCacheKey): string {
-  if (typeof key === "string") return key;
-  const kind = key % USER_SET_KINDS.length;
-  return userSetKey(USER_SET_KINDS[kind]!, (key - kind) / USER_SET_KINDS.length);
-}
-
-/** Most set sizes kept in process for the current data version (a few dozen bytes each). */
-const CACHED_SET_SIZES = 1_000_000;
-/**
- * Most set members (UserIds, 8 bytes each in a packed array) kept in process for the current data
- * version, over all cached sets: 64 MB, room for the neighbourhoods of thousands of users.
- */
-const CACHED_SET_MEMBERS = 8_000_000;
-
-/** Most relationIds kept in process for the current data version (about 100 bytes each); past it the cache starts over. */
-const CACHED_RELATION_IDS = 2_000_000;
 
 function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);

@@ -1,11 +1,9 @@
-import { randomUUID } from "node:crypto";
 import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
 import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
 import {
-  DATA_VERSION,
   addressAssetsKey,
   assetAddressesKey,
   assetHoldersKey,
@@ -87,8 +85,6 @@ export interface WriteBatchOptions {
  * in before its old ones go); edge deletes; relation and asset upserts; releases.
  */
 export async function writeBatch(redis: RedisConnection, batch: IngestBatch, options: WriteBatchOptions = {}): Promise<void> {
-  // First of all: readers drop what they cached before this write, even if it fails halfway.
-  await newDataVersion(redis);
   const unit = await planUnit(redis, batch, options.acknowledge);
   const journalled = await saveJournal(redis, toJournal(unit));
   await applyUnit(redis, unit, options.onProgress);
@@ -103,7 +99,6 @@ export async function completeInterruptedWrite(redis: RedisConnection, onProgres
   const journalled = await loadJournal(redis);
   if (!journalled) return 0;
   const unit = fromJournal(journalled.parts);
-  await newDataVersion(redis);
   await applyUnit(redis, unit, onProgress);
   await journalled.clear();
   return unit.records;
@@ -135,8 +130,6 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
     if (left === 0) await redis.send(assetAddressesKey(kind), ["SREM", assetAddressesKey(kind), address]);
   }
   await redis.sendAll(unit.then);
-  // Again once everything is in place: readers drop what they cached while the write went on.
-  await newDataVersion(redis);
   onProgress?.({ written: total, total });
 }
 
@@ -756,11 +749,6 @@ interface JournalledCommands {
 
 function pair({ address, contract }: { address: string; contract: string }): [string, string] {
   return [address, contract];
-}
-
-/** Sets a fresh data version (keys.ts, DATA_VERSION): records cached by readers are stale from now on. */
-function newDataVersion(redis: RedisConnection): Promise<unknown> {
-  return redis.send(DATA_VERSION, ["SET", DATA_VERSION, randomUUID()]);
 }
 
 /** Loads user records by id (null for unknown), in one round trip. */
