@@ -123,9 +123,11 @@ function defineKillTests(engine: string, start: () => Promise<Backend>) {
     let fullMs = 0;
     beforeAll(async () => {
       backend = await start();
-      expect((await ingest(backend.env, base)).code).toBe(0);
+      const based = await ingest(backend.env, base);
+      expect(based.code, based.stderr).toBe(0);
       const started = performance.now();
-      expect((await ingest(backend.env, load)).code).toBe(0);
+      const loaded = await ingest(backend.env, load);
+      expect(loaded.code, loaded.stderr).toBe(0);
       fullMs = performance.now() - started;
     });
     afterAll(async () => {
@@ -145,7 +147,8 @@ function defineKillTests(engine: string, start: () => Promise<Backend>) {
     for (const kill of kills) {
       it(`keeps every user answerable, and the next run leaves all or none of the load: killed ${kill.label}`, async () => {
         await backend.flush();
-        expect((await ingest(backend.env, base)).code).toBe(0);
+        const based = await ingest(backend.env, base);
+        expect(based.code, based.stderr).toBe(0);
         const store = await backend.open();
         try {
           let watching = true;
