@@ -10,6 +10,7 @@ import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
 import { TRACKING_CLIENT_NAME } from "../src/store/redis/tracking.js";
 import { effectiveCores } from "./calibrate.js";
 import { createDataset, type Dataset } from "./dataset.js";
+import { measureLiving, type LivingResult } from "./living.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measure.js";
 import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js";
 import { planOp } from "./ops.js";
@@ -160,6 +161,34 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     log(`bench: ${plan.title} — ${plan.sample}`);
     ops.push(await measureOp(plan, options.via, targets, log));
   }
+  const living = options.living.length === 0 ? null : await measureLiving({
+    ids: options.living,
+    work,
+    redisUrl,
+    users: options.users,
+    seed: options.seed,
+    changeRecords: options.changeRecords,
+    durationSeconds: options.durationSeconds,
+    warmupSeconds: options.warmupSeconds,
+    connections: options.connections,
+    relgraph: { port: relgraphPort, apiKey },
+    redisPid: redisServer.pid,
+    reads: {
+      "mf-mm-live": planOp("mf-mm", { dataset, userIds, authorizations }).paths,
+      "rec-live": planOp("rec", { dataset, userIds, authorizations }).paths,
+    },
+    wallets: dataset.wallets.map((w, i) => ({ relationId: w.relationId, address: w.address, authorization: authorizations.relationshipGraph[i]! })),
+    trials: options.trials,
+    startSecondServer: async () => {
+      const port = await freePort();
+      const second = await start(process.execPath, [MAIN, "serve"], {
+        env: { REDIS_URL: redisUrl, API_KEYS: apiKey, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+        ready: /relgraph listening on/,
+      });
+      return { port, stop: () => second.stop() };
+    },
+    log,
+  });
   targets.grpc.close();
   targets.connectNode.close();
   const relgraphExit = relgraph.exited();
@@ -168,10 +197,10 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   await peer?.stop();
   await redisServer.stop();
 
-  const checks = evaluateTargets(ops, ingestion, memory);
-  process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, targets: checks })}\n`);
+  const checks = evaluateTargets(ops, ingestion, memory, living);
+  process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, living, targets: checks })}\n`);
   if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/cpuprofile-summary.js FILE)\n`);
-  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, checks, redisVersion, heapFlags, cores });
+  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, checks, redisVersion, heapFlags, cores });
   process.stdout.write(`Results: ${file}\n`);
   if (relgraphExit === null) return 0;
   process.stderr.write(`bench: relgraph exited during the run (${relgraphExit}); see the problems listed in the report\n`);
@@ -235,6 +264,7 @@ async function writeResults(
     ingestion: Ingestion;
     memory: RedisMemory;
     ops: OpResult[];
+    living: LivingResult | null;
     checks: ReturnType<typeof evaluateTargets>;
     redisVersion: string;
     heapFlags: string[];
@@ -273,6 +303,7 @@ async function writeResults(
     ingestion: { ...parts.ingestion, nodeFlags: parts.heapFlags },
     redisMemory: parts.memory,
     operations: parts.ops.map((op) => ({ ...op, ratios: ratiosOf(op) })),
+    living: parts.living,
     targets: parts.checks,
   };
   await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);

@@ -33,6 +33,16 @@ export interface FeedBenchOptions {
   stream?: string;
   /** Extra arguments of `relgraph follow`, e.g. ["--batch", "20000"]. */
   followArgs?: string[];
+  /** The records to push (JSON Lines); default changeRecords (friend and follow adds). */
+  lines?: Iterable<string>;
+  /** Every this many entries, one carries a single record in `record` (0, the default: never). */
+  singleRecordEvery?: number;
+  /**
+   * "drain" (default): push everything, then start the consumers and time their draining.
+   * "live": start the consumers first and time from the first XADD to the last acknowledgement,
+   * as a feed that is written while it is followed sees it.
+   */
+  mode?: "drain" | "live";
   log?: (line: string) => void;
 }
 
@@ -61,10 +71,16 @@ export async function measureFeed(options: FeedBenchOptions): Promise<FeedBenchR
     await redis.send(`${stream}:rejected`, ["DEL", `${stream}:rejected`]);
     // The group starts at the beginning of the stream: the consumers read what is pushed now.
     await redis.send(stream, ["XGROUP", "CREATE", stream, "relgraph", "0", "MKSTREAM"]);
-    const pushStarted = performance.now();
-    const entries = await pushChanges(redis.send, stream, changeRecords(options.users, options.records, options.seed ?? "bench"), perEntry);
-    const pushSeconds = (performance.now() - pushStarted) / 1000;
-    log(`feed: pushed ${options.records.toLocaleString("en-US")} records in ${entries.toLocaleString("en-US")} entries in ${pushSeconds.toFixed(1)} s`);
+    const lines = options.lines ?? changeRecords(options.users, options.records, options.seed ?? "bench");
+    const push = async () => {
+      const pushStarted = performance.now();
+      const entries = await pushChanges(redis.send, stream, lines, perEntry, options.singleRecordEvery ?? 0);
+      const pushSeconds = (performance.now() - pushStarted) / 1000;
+      log(`feed: pushed ${options.records.toLocaleString("en-US")} records in ${entries.toLocaleString("en-US")} entries in ${pushSeconds.toFixed(1)} s`);
+      return { entries, pushSeconds };
+    };
+    const live = options.mode === "live";
+    const pushed = live ? null : await push();
 
     const followers = await Promise.all(
       Array.from({ length: consumers }, (_, i) =>
@@ -76,6 +92,7 @@ export async function measureFeed(options: FeedBenchOptions): Promise<FeedBenchR
     );
     // From here the consumers read: the clock runs until the group has acknowledged everything.
     const started = performance.now();
+    const { entries, pushSeconds } = pushed ?? (await push());
     for (;;) {
       const state = await groupState(redis.send, stream);
       if (state.lag === 0 && state.pending === 0) break;
@@ -110,12 +127,12 @@ export function* changeRecords(users: number, count: number, seed: string): Gene
 type Send = (key: string, args: string[]) => Promise<unknown>;
 
 /** XADDs the lines, `perEntry` to an entry, many entries in flight at once; resolves with the entry count. */
-export async function pushChanges(send: Send, stream: string, lines: Iterable<string>, perEntry: number): Promise<number> {
+export async function pushChanges(send: Send, stream: string, lines: Iterable<string>, perEntry: number, singleRecordEvery = 0): Promise<number> {
   const window: Promise<unknown>[] = [];
   let entries = 0;
   let chunk: string[] = [];
   const flush = async () => {
-    const fields = perEntry === 1 ? ["record", chunk[0]!] : ["records", chunk.join("\n")];
+    const fields = chunk.length === 1 ? ["record", chunk[0]!] : ["records", chunk.join("\n")];
     chunk = [];
     entries++;
     window.push(send(stream, ["XADD", stream, "*", ...fields]));
@@ -123,7 +140,8 @@ export async function pushChanges(send: Send, stream: string, lines: Iterable<st
   };
   for (const line of lines) {
     chunk.push(line);
-    if (chunk.length === perEntry) await flush();
+    const single = singleRecordEvery > 0 && entries % singleRecordEvery === singleRecordEvery - 1;
+    if (chunk.length === perEntry || single) await flush();
   }
   if (chunk.length > 0) await flush();
   await Promise.all(window);

@@ -6,6 +6,15 @@ export const OPS = ["mf-mm", "mf-pp", "mf-mh", "mf-hh", "mci", "rec", "rec-again
 export type OpId = (typeof OPS)[number];
 
 /**
+ * The living-graph measurements (issue 14), run after the read-only operations: change throughput
+ * through `relgraph ingest` and through the feed, mutual friend and recommendations while changes
+ * flow, and withdrawal latency on a second server instance.
+ */
+export const LIVING = ["ingest-changes", "feed-changes", "mf-mm-live", "rec-live", "withdraw"] as const;
+/** One living-graph measurement. */
+export type LivingId = (typeof LIVING)[number];
+
+/**
  * How an operation is reached: the physical limit, the simplest peer, then relgraph's protocols.
  * `connect` is the Connect protocol's unary POST (binary, HTTP/1.1) sent by autocannon, the same load
  * generator as `rest`, so that e/c compares what relgraph spends; `connect-node` is the same call
@@ -17,8 +26,8 @@ export type Via = (typeof VIAS)[number];
 
 /** Dataset sizes: small for CI, large for the issue's figures. */
 export const SIZES = {
-  small: { users: 10_000, durationSeconds: 2 },
-  large: { users: 200_000, durationSeconds: 5 },
+  small: { users: 10_000, durationSeconds: 2, changeRecords: 100_000 },
+  large: { users: 200_000, durationSeconds: 5, changeRecords: 1_000_000 },
 } as const;
 
 /** The bench's options, from argv. */
@@ -31,6 +40,12 @@ export interface BenchOptions {
   /** Unmeasured load before each saturation run, so JIT and connections are warm. */
   warmupSeconds: number;
   only: readonly OpId[];
+  /** The living-graph measurements selected by --only (every one by default). */
+  living: readonly LivingId[];
+  /** Change records for the ingest and feed throughput figures. */
+  changeRecords: number;
+  /** Withdrawal latency trials. */
+  trials: number;
   via: readonly Via[];
   /** HTTP connections and RPC calls in flight at saturation. */
   connections: number;
@@ -61,7 +76,11 @@ Options:
   --users N            override the number of generated users
   --seed S             dataset seed (default "bench")
   --duration S         seconds per measurement (saturation and part load each)
-  --only a,b           operations: ${OPS.join(", ")} (default all)
+  --only a,b           operations: ${OPS.join(", ")};
+                       living graph: ${LIVING.join(", ")} (default all)
+  --changes N          change records for ingest-changes and feed-changes
+                       (default ${SIZES.small.changeRecords} small, ${SIZES.large.changeRecords} large)
+  --trials N           withdrawal latency trials (default 30)
   --via a,b            paths: ${VIAS.join(", ")} (default all)
   --connections N      HTTP connections / RPC calls in flight at saturation (default 50)
   --cpu-prof DIR       run relgraph under node --cpu-prof, writing .cpuprofile files to DIR
@@ -81,6 +100,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
         seed: { type: "string", default: "bench" },
         duration: { type: "string" },
         only: { type: "string" },
+        changes: { type: "string" },
+        trials: { type: "string", default: "30" },
         via: { type: "string" },
         connections: { type: "string", default: "50" },
         "cpu-prof": { type: "string" },
@@ -101,11 +122,23 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
     seed: values.seed,
     durationSeconds,
     warmupSeconds: Math.min(2, durationSeconds / 4),
-    only: list("--only", values.only, OPS),
+    ...selection(values.only),
+    changeRecords: values.changes === undefined ? SIZES[size].changeRecords : Math.round(positive("--changes", values.changes)),
+    trials: Math.round(positive("--trials", values.trials)),
     via: list("--via", values.via, VIAS),
     connections: Math.round(positive("--connections", values.connections)),
     cpuProfDir: values["cpu-prof"] ?? null,
     resultsDir: values.results,
+  };
+}
+
+/** --only names operations and living-graph measurements in one list; absent, it selects all of both. */
+function selection(text: string | undefined): { only: OpId[]; living: LivingId[] } {
+  if (text === undefined) return { only: [...OPS], living: [...LIVING] };
+  const items = list<OpId | LivingId>("--only", text, [...OPS, ...LIVING]);
+  return {
+    only: items.filter((item): item is OpId => (OPS as readonly string[]).includes(item)),
+    living: items.filter((item): item is LivingId => (LIVING as readonly string[]).includes(item)),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { LivingResult } from "./living.js";
 import type { OpResult, Row } from "./measure.js";
 import type { OpId, Via } from "./options.js";
 import type { RedisMemory } from "./redis-memory.js";
@@ -47,6 +48,23 @@ export function sharedCoresNote(cores: number): string {
 }
 
 const D_OVER_C = 0.6;
+/** Issue 14: change records per second through ingest and the feed (goal 1M, GraphJet's edge rate). */
+const CHANGE_RATE = 200_000;
+/** Issue 14: reads while 1,000 changes/s flow, over the same reads with none. */
+const UNDER_CHANGES_RATIO = 0.8;
+/** Issue 14: p99 from the XADD of a narrowed release to another instance's first answer without it (goal 50 ms). */
+const WITHDRAWAL_P99_MS = 1_000;
+
+/**
+ * The withdrawal p99 the target is judged on: a trial whose peer never went counts as never, so
+ * failed trials make the figure infinite rather than leaving them out of it.
+ */
+function withdrawalP99(living: LivingResult | null): number | null | undefined {
+  const w = living?.withdrawal;
+  if (!w) return null;
+  if (w.failures.length > 0) return Number.POSITIVE_INFINITY;
+  return w.p99Ms;
+}
 /** Other processes using more than this many cores during a row make its figures suspect. */
 const NOISY_CORES = 0.2;
 const E_OVER_C = 0.5;
@@ -73,7 +91,12 @@ export function ratiosOf(op: OpResult): Ratios {
 }
 
 /** Every target of the issue, evaluated on this run (null where it was not measured). */
-export function evaluateTargets(ops: readonly OpResult[], ingestion: Ingestion | null, memory: RedisMemory | null): TargetCheck[] {
+export function evaluateTargets(
+  ops: readonly OpResult[],
+  ingestion: Ingestion | null,
+  memory: RedisMemory | null,
+  living: LivingResult | null = null,
+): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const check = (name: string, goal: string, actual: number | null | undefined, meets: (value: number) => boolean) =>
     checks.push({
@@ -101,6 +124,13 @@ export function evaluateTargets(ops: readonly OpResult[], ingestion: Ingestion |
   atLeast("e/c (Connect / REST), mutual friend median×median", E_OVER_C, mmRatios?.connectOverRest, "");
   atLeast("ingestion records/s", 200_000, ingestion?.recordsPerSecond, "");
   atMost("Redis bytes per friend-set member", 20, memory?.bytesPerFriendMember, " B");
+  // Issue 14's "Speed" table.
+  atLeast("change throughput, relgraph ingest, records/s", CHANGE_RATE, living?.ingest?.recordsPerSecond, "");
+  atLeast("change throughput, feed (relgraph follow), records/s", CHANGE_RATE, living?.feed?.recordsPerSecond, "");
+  const ratioOf = (id: string) => living?.underChanges.find((u) => u.id === id)?.ratio;
+  atLeast("mutual friend median×median REST while 1,000 changes/s flow / read-only", UNDER_CHANGES_RATIO, ratioOf("mf-mm-live"), "");
+  atLeast("recommendation REST while 1,000 changes/s flow / read-only", UNDER_CHANGES_RATIO, ratioOf("rec-live"), "");
+  atMost("withdrawal latency on another instance, p99", WITHDRAWAL_P99_MS, withdrawalP99(living), " ms");
   return checks;
 }
 
@@ -111,6 +141,7 @@ export function renderReport(input: {
   ops: readonly OpResult[];
   ingestion: Ingestion | null;
   memory: RedisMemory | null;
+  living?: LivingResult | null;
   targets: readonly TargetCheck[];
 }): string {
   const lines: string[] = [...input.header, ""];
@@ -193,6 +224,7 @@ export function renderReport(input: {
       `  INFO used_memory ${(m.usedMemory / 2 ** 20).toFixed(1)} MiB (dataset ${(m.usedMemoryDataset / 2 ** 20).toFixed(1)} MiB) = ${m.usedMemoryPerFriendMember.toFixed(1)} B per friend member if all charged to friends; set-max-intset-entries ${m.setMaxIntsetEntries}`,
     );
   }
+  if (input.living) lines.push("", ...livingLines(input.living));
   lines.push("", "Targets:");
   const targetTable: string[][] = [["target", "goal", "actual", "result"]];
   for (const t of input.targets) {
@@ -200,6 +232,68 @@ export function renderReport(input: {
   }
   lines.push(...renderTable(targetTable), "", input.note);
   return lines.join("\n");
+}
+
+/** The living-graph section of the report: throughput, reads while changes flow, withdrawal latency. */
+export function livingLines(living: LivingResult): string[] {
+  const lines: string[] = ["Living graph (issue 14):"];
+  const throughput: string[][] = [["change throughput", "records", "entries", "seconds", "records/s", "relgraph says", "rejected"]];
+  for (const [name, t] of [
+    ["relgraph ingest", living.ingest],
+    ["feed (relgraph follow)", living.feed],
+  ] as const) {
+    if (!t) continue;
+    throughput.push([
+      name,
+      fmt(t.records),
+      t.entries === null ? "–" : fmt(t.entries),
+      t.seconds.toFixed(2),
+      fmt(t.recordsPerSecond),
+      t.reportedRecordsPerSecond === null ? "–" : fmt(t.reportedRecordsPerSecond),
+      t.rejected === null ? "–" : String(t.rejected),
+    ]);
+  }
+  if (throughput.length > 1) lines.push(...renderTable(throughput), "");
+  if (living.underChanges.length > 0) {
+    const table: string[][] = [
+      ["while changes flow", "read-only req/s", "req/s", `ratio (≥ ${UNDER_CHANGES_RATIO})`, "p99 read-only", "p99", "changes/s offered", "applied", "backlog", "follow cores", "redis cores", "errors"],
+    ];
+    for (const u of living.underChanges) {
+      table.push([
+        u.id,
+        fmt(u.readOnlyRps),
+        fmt(u.underChangesRps),
+        ratio(u.ratio, UNDER_CHANGES_RATIO),
+        ms(u.readOnlyP99Ms),
+        ms(u.underChangesP99Ms),
+        fmt(u.offeredChangesPerSecond),
+        fmt(u.appliedChangesPerSecond),
+        String(u.backlogAtEnd),
+        u.followCores === null ? "–" : u.followCores.toFixed(2),
+        u.redisCores === null ? "–" : u.redisCores.toFixed(2),
+        u.errors === 0 ? "0" : `${u.errors}!`,
+      ]);
+    }
+    lines.push(...renderTable(table), "");
+  }
+  const w = living.withdrawal;
+  if (w) {
+    lines.push(
+      `Withdrawal latency (XADD of a narrowed release → first answer of a second relgraph serve without the peer), ${w.latenciesMs.length}/${w.trials} trials: ` +
+        `p50 ${ms(w.p50Ms)}, p99 ${ms(w.p99Ms)}, max ${ms(w.maxMs)} ms; restored release shown again: p50 ${ms(w.restoreP50Ms)}, max ${ms(w.restoreMaxMs)} ms; ` +
+        `one query takes ${ms(w.pollMs)} ms (median), the resolution of these figures.`,
+    );
+    for (const failure of w.failures) lines.push(`  ! ${failure}`);
+  }
+  lines.push(
+    "Change throughput: wall time of relgraph ingest (start-up included) on a mixed change file; the feed from the first XADD to the",
+    "group's last acknowledgement, relgraph follow running. Reads while changes flow: REST saturation with none, with friend adds and",
+    "deletes XADDed at 1,000/s and applied by relgraph follow, then with none again (read-only = mean of the two); backlog = entries not",
+    "yet acknowledged when it ended; follow/redis cores = their CPU during it. Withdrawal: the second instance is queried back to back",
+    "and the answers decrypted afterwards by bisection (src/client), so the resolution is one query, not one decryption.",
+  );
+  for (const problem of living.problems) lines.push(`  ! ${problem}`);
+  return lines;
 }
 
 /** The targets that apply to one row, with their result, e.g. "≥ 12,000 req/s FAIL". */
