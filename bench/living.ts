@@ -47,6 +47,9 @@ export interface UnderChanges {
   id: "mf-mm-live" | "rec-live";
   /** Mean of the read-only runs before and after the one under changes (caches warm across runs: A-B-A cancels it). */
   readOnlyRps: number;
+  /** The two read-only runs: apart, they show how much the figure drifts with caches warming. */
+  readOnlyBeforeRps: number;
+  readOnlyAfterRps: number;
   underChangesRps: number;
   ratio: number | null;
   readOnlyP99Ms: number;
@@ -246,6 +249,8 @@ async function measureUnderChanges(
   return {
     id,
     readOnlyRps,
+    readOnlyBeforeRps: readOnlyBefore.rps,
+    readOnlyAfterRps: readOnlyAfter.rps,
     underChangesRps: under.rps,
     ratio: readOnlyRps > 0 ? under.rps / readOnlyRps : null,
     readOnlyP99Ms: Math.max(readOnlyBefore.p99Ms, readOnlyAfter.p99Ms),

@@ -256,12 +256,13 @@ export function livingLines(living: LivingResult): string[] {
   if (throughput.length > 1) lines.push(...renderTable(throughput), "");
   if (living.underChanges.length > 0) {
     const table: string[][] = [
-      ["while changes flow", "read-only req/s", "req/s", `ratio (≥ ${UNDER_CHANGES_RATIO})`, "p99 read-only", "p99", "changes/s offered", "applied", "backlog", "follow cores", "redis cores", "errors"],
+      ["while changes flow", "read-only req/s", "before, after", "req/s", `ratio (≥ ${UNDER_CHANGES_RATIO})`, "p99 read-only", "p99", "changes/s offered", "applied", "backlog", "follow cores", "redis cores", "errors"],
     ];
     for (const u of living.underChanges) {
       table.push([
         u.id,
         fmt(u.readOnlyRps),
+        `${fmt(u.readOnlyBeforeRps)}, ${fmt(u.readOnlyAfterRps)}`,
         fmt(u.underChangesRps),
         ratio(u.ratio, UNDER_CHANGES_RATIO),
         ms(u.readOnlyP99Ms),
