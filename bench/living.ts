@@ -229,18 +229,28 @@ async function measureUnderChanges(
 
   const churn = friendChurn({ users: context.users, count: Number.MAX_SAFE_INTEGER, seed: `${context.seed}:${id}`, spare });
   const writer = pacedWriter(redis, churn, CHURN_PER_SECOND);
-  await saturate(context.warmupSeconds);
-  const startedAt = performance.now();
-  const offeredBefore = writer.records();
-  const ackBefore = await acknowledged(redis);
-  const cpuBefore = { follow: await cpuSeconds(followPid), redis: await cpuSeconds(context.redisPid) };
-  const under = await saturate(context.durationSeconds);
-  const seconds = (performance.now() - startedAt) / 1000;
-  const followCores = ((await cpuSeconds(followPid)) - cpuBefore.follow) / seconds;
-  const redisCores = ((await cpuSeconds(context.redisPid)) - cpuBefore.redis) / seconds;
-  const offered = writer.records() - offeredBefore;
-  const applied = (await acknowledged(redis)) - ackBefore;
-  await writer.stop();
+  let under: LoadResult;
+  let seconds: number;
+  let offered: number;
+  let applied: number;
+  let followCores: number;
+  let redisCores: number;
+  try {
+    await saturate(context.warmupSeconds);
+    const startedAt = performance.now();
+    const offeredBefore = writer.records();
+    const ackBefore = await acknowledged(redis);
+    const cpuBefore = { follow: await cpuSeconds(followPid), redis: await cpuSeconds(context.redisPid) };
+    under = await saturate(context.durationSeconds);
+    seconds = (performance.now() - startedAt) / 1000;
+    followCores = ((await cpuSeconds(followPid)) - cpuBefore.follow) / seconds;
+    redisCores = ((await cpuSeconds(context.redisPid)) - cpuBefore.redis) / seconds;
+    offered = writer.records() - offeredBefore;
+    applied = (await acknowledged(redis)) - ackBefore;
+  } finally {
+    // However the reads ended, the writer stops: it would otherwise XADD until the bench exits.
+    await writer.stop();
+  }
   const backlog = await backlogOf(redis);
   // Let the follower catch up before the second read-only run, so it runs with no writes at all.
   for (let i = 0; i < 500 && (await backlogOf(redis)) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
