@@ -100,7 +100,8 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   let stream: FeedStream;
   let store;
   try {
-    store = await createStore(config);
+    // The feed reads only to validate, in bulk: read caches would only hear of every key it writes.
+    store = await createStore(config, { readCaches: false });
   } catch (error) {
     io.stderr.write(`relgraph follow: cannot open the store: ${describe(error)}\n`);
     return 1;

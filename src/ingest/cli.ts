@@ -86,7 +86,8 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
   }
   let store;
   try {
-    store = await createStore(config);
+    // A load reads only to validate, in bulk: read caches would only hear of every key it writes.
+    store = await createStore(config, { readCaches: false });
   } catch (error) {
     io.stderr.write(`relgraph ingest: cannot open the store: ${describe(error)}\n`);
     return 1;

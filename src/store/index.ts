@@ -17,13 +17,25 @@ export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Parti
  * Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer.
  * Every engine reports its changes, so that one cache layer serves them all.
  */
-type EngineFactory = (config: StoreConfig) => Promise<GraphStore & ChangeNotifier>;
+type EngineFactory = (config: StoreConfig, options: OpenOptions) => Promise<GraphStore & ChangeNotifier>;
+
+/** Options of createStore. */
+export interface OpenOptions {
+  /**
+   * false opens the engine without the read caches (and, on Redis, without the tracking connections
+   * that keep them right): for writers that serve no reads, such as `relgraph ingest` and `relgraph
+   * follow`. Default true.
+   */
+  readCaches?: boolean;
+}
 
 /** The engines, by registered name. */
 export const ENGINES: Readonly<Record<string, EngineFactory>> = {
   memory: async () => createMemoryStore(),
-  redis: (config) => createRedisStore({ url: config.redisUrl ?? "" }, { leaseMs: config.writeLeaseMs }),
-  "redis-cluster": (config) => createRedisStore({ clusterNodes: config.redisClusterNodes }, { leaseMs: config.writeLeaseMs }),
+  redis: (config, options) =>
+    createRedisStore({ url: config.redisUrl ?? "" }, { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false }),
+  "redis-cluster": (config, options) =>
+    createRedisStore({ clusterNodes: config.redisClusterNodes }, { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false }),
 };
 
 /** The engine the configuration selects: cluster seeds, then a Redis URL, else the embedded store. */
@@ -32,7 +44,8 @@ export function engineName(config: StoreConfig): "memory" | "redis" | "redis-clu
   return config.redisUrl ? "redis" : "memory";
 }
 
-/** Opens the store the configuration selects, behind the read caches (cache/cached-store.ts). */
-export async function createStore(config: StoreConfig): Promise<GraphStore & ChangeNotifier> {
-  return createCachedStore(await (ENGINES[engineName(config)] as EngineFactory)(config));
+/** Opens the store the configuration selects, behind the read caches (cache/cached-store.ts) unless told not to. */
+export async function createStore(config: StoreConfig, options: OpenOptions = {}): Promise<GraphStore & ChangeNotifier> {
+  const engine = await (ENGINES[engineName(config)] as EngineFactory)(config, options);
+  return options.readCaches === false ? engine : createCachedStore(engine);
 }

@@ -1,6 +1,7 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assetHoldersKey, CACHED_KEY_PREFIXES, changedPartOfKey, userKey, userSetKey } from "../../src/store/redis/keys.js";
+import { createStore } from "../../src/store/index.js";
 import { startTracking, TRACKING_CLIENT_NAME } from "../../src/store/redis/tracking.js";
 import type { ChangedPart } from "../../src/store/store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
@@ -93,5 +94,44 @@ describe("tracking", () => {
       await tracking.close();
     }
     await eventually(async () => (await trackedBy(b)) === 0, "tracking connections closed");
+  });
+});
+
+describe("stores for writers", () => {
+  let server: TestRedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** How many tracking connections the server has. */
+  async function trackers(): Promise<number> {
+    const client = createClient({ url: server.url });
+    await client.connect();
+    try {
+      const list = await client.sendCommand<string>(["CLIENT", "LIST"]);
+      return list.split("\n").filter((line) => line.includes(`name=${TRACKING_CLIENT_NAME}`)).length;
+    } finally {
+      await client.close();
+    }
+  }
+
+  it("open no tracking connection without read caches (ingest, follow), and one with them (serve)", async () => {
+    const config = { redisUrl: server.url, redisClusterNodes: [] };
+    const writer = await createStore(config, { readCaches: false });
+    try {
+      expect(await trackers()).toBe(0);
+      expect(writer.watching).toBe(false);
+    } finally {
+      await writer.close();
+    }
+    const reader = await createStore(config);
+    try {
+      expect(await trackers()).toBe(1);
+    } finally {
+      await reader.close();
+    }
   });
 });

@@ -37,7 +37,7 @@ export async function createRedisStore(options: RedisStoreOptions, writing: Redi
   const redis = await connectRedis(options);
   let tracking: RedisTracking;
   try {
-    tracking = await startTracking(() => redis.dataNodes());
+    tracking = writing.tracking === false ? untracked() : await startTracking(() => redis.dataNodes());
   } catch (cause) {
     await redis.close();
     throw unavailable(cause);
@@ -53,10 +53,21 @@ export async function createRedisStore(options: RedisStoreOptions, writing: Redi
   };
 }
 
-/** How the redis engine writes. */
+/** How the redis engine writes, and whether it reports changes. */
 export interface RedisWriteOptions {
   /** The write lease's time (write-lease.ts); by default DEFAULT_WRITE_LEASE_MS. */
   leaseMs?: number;
+  /**
+   * false opens no tracking connections: for processes that serve no cached reads (ingest, the feed),
+   * which would otherwise receive an invalidation for every key they write themselves. Such a store
+   * reports nothing and says it is not watching, so no cache layer may serve it.
+   */
+  tracking?: boolean;
+}
+
+/** Tracking that reports nothing, for a store no cache layer serves. */
+function untracked(): RedisTracking {
+  return { onChange: () => () => {}, watching: false, caughtUp: async () => {}, close: async () => {} };
 }
 
 function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tracking: RedisTracking): GraphStore {
