@@ -2,6 +2,7 @@ import type { AssetKind, UserId, UserRecord, UserSetKind } from "../../domain/mo
 import type { ChangedPart, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
 import { BoundedMap, IdTable } from "./bounded-map.js";
 import { KeyEpochs } from "./key-epochs.js";
+import { readWithinBound } from "../bounded-sets.js";
 
 /** How much the read caches hold; the defaults suit a server with a few GB of heap. */
 export interface CacheLimits {
@@ -114,16 +115,7 @@ export function createCachedStore(
     loadMembers: (missing: SetCacheKey[]) => Promise<(UserId[] | null)[]>,
   ): Promise<(UserId[] | null)[]> => {
     const sizes = await setSizes(keys, loadSizes);
-    const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
-    const members = await cachedMany(setMemberCache, setEpochs, readable, loadMembers);
-    let next = 0;
-    return keys.map((_, i) => {
-      if (sizes[i]! > maxSize) return null;
-      if (sizes[i]! === 0) return [];
-      const set = members[next++] ?? [];
-      // It grew past the bound after it was sized: as if sized now.
-      return set.length > maxSize ? null : set;
-    });
+    return readWithinBound(keys, sizes, maxSize, (readable) => cachedMany(setMemberCache, setEpochs, readable, loadMembers));
   };
   // The engine is asked for members of sets the cache has just sized: no bound, so it need not size
   // them again.

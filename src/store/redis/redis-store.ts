@@ -24,6 +24,7 @@ import { completeInterruptedWrite, readUsers, writeBatch } from "./redis-write.j
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";
+import { readWithinBound } from "../bounded-sets.js";
 
 export type { RedisStoreOptions } from "./connection.js";
 
@@ -95,17 +96,7 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
    */
   const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {
     if (maxSize === Number.POSITIVE_INFINITY) return redis.idSets.members(keys);
-    const sizes = await setSizes(keys);
-    const readable = keys.filter((_, i) => sizes[i]! > 0 && sizes[i]! <= maxSize);
-    const members = await redis.idSets.members(readable);
-    let next = 0;
-    return keys.map((_, i) => {
-      if (sizes[i]! > maxSize) return null;
-      if (sizes[i]! === 0) return [];
-      const set = members[next++] ?? [];
-      // It grew past the bound after it was sized: as if sized now.
-      return set.length > maxSize ? null : set;
-    });
+    return readWithinBound(keys, await setSizes(keys), maxSize, (readable) => redis.idSets.members(readable));
   };
 
   return {
