@@ -73,16 +73,9 @@ export interface Relation {
   name: string;
   avatar: string;
 }
-export interface Social {
-  username: string;
-  name: string;
-  avatar: string;
-}
-export interface Game {
-  gameId: string;
-  name: string;
-  avatar: string;
-}
+// The same shapes the service stores; domain/model.ts imports nothing, so the bundle stays Node-free.
+export type { Game, Social } from "../domain/model.js";
+import type { Game, Social } from "../domain/model.js";
 /** A user in Mutual friend and recommendation answers; `description` is the recommendation's reason. */
 export interface UserInfo {
   relationId: Relation;
