@@ -1,5 +1,5 @@
 import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
@@ -20,7 +20,8 @@ import {
   userKey,
   userSetKey,
 } from "./keys.js";
-import { ARGS_PER_COMMAND, chunks, hashGetMany, scanSet, setHasMany } from "./set-reads.js";
+import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
+import { chunks, hashGetMany, scanSet, setHasMany } from "./set-reads.js";
 
 /**
  * Set members and hash fields sent at once on the grouped path (relations and assets); the next
@@ -288,77 +289,6 @@ class DenseUsers {
   }
 }
 
-/** Options of GroupedMembers. */
-interface GroupedMembersOptions {
-  command: "SADD" | "HSET" | "HDEL";
-  /** The key of a subject, by index. */
-  keyOf: (subject: number) => string;
-  /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
-  subjects: { readonly length: number };
-  /** Member texts (SADD members, HSET fields), by index; read when commands are made. */
-  members: readonly string[];
-  /** How many members will be added, at most. */
-  capacity: number;
-  /** HSET value texts, by index. */
-  values?: readonly string[];
-}
-
-/**
- * Members of one family of keys (SADD members, HDEL fields, or HSET fields with their values), in typed columns
- * of indexes, sent grouped by key: one command per key and ARGS_PER_COMMAND arguments. Entries of
- * one key keep their order, so a field set twice ends with its last value, as if the records were
- * sent one by one.
- */
-class GroupedMembers {
-  private readonly subjects: Uint32Array;
-  private readonly members: Uint32Array;
-  private readonly valueIndexes: Uint32Array;
-  private length = 0;
-
-  constructor(private readonly options: GroupedMembersOptions) {
-    this.subjects = new Uint32Array(options.capacity);
-    this.members = new Uint32Array(options.capacity);
-    this.valueIndexes = new Uint32Array(options.values ? options.capacity : 0);
-  }
-
-  /** Arguments the commands will carry besides command names and keys. */
-  get args(): number {
-    return this.options.values ? 2 * this.length : this.length;
-  }
-
-  /** Adds a member, or for HSET a field with the value values[value]. */
-  add(subject: number, member: number, value = 0): void {
-    if (this.options.values) this.valueIndexes[this.length] = value;
-    this.subjects[this.length] = subject;
-    this.members[this.length++] = member;
-  }
-
-  *commands(): Generator<string[]> {
-    const { subjects, members, valueIndexes, length } = this;
-    const { command, keyOf, values } = this.options;
-    const memberTexts = this.options.members;
-    const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
-    for (let start = 0; start < length; ) {
-      const subject = subjects[order[start]!]!;
-      const key = keyOf(subject);
-      let args = [command, key];
-      let k = start;
-      for (; k < length && subjects[order[k]!] === subject; k++) {
-        const entry = order[k]!;
-        args.push(memberTexts[members[entry]!]!);
-        if (values) args.push(values[valueIndexes[entry]!]!);
-        // ARGS_PER_COMMAND is even, so HSET field/value pairs never straddle two commands.
-        if (args.length - 2 >= ARGS_PER_COMMAND) {
-          yield args;
-          args = [command, key];
-        }
-      }
-      if (args.length > 2) yield args;
-      start = k;
-    }
-  }
-}
-
 /** Plans a batch as one unit, reading everything it depends on from the state before it. */
 async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge: StreamAcknowledgement | undefined): Promise<PlannedUnit> {
   const erased = await planErasures(redis, batch.erasures ?? []);
@@ -397,6 +327,8 @@ async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge:
  */
 async function planErasures(redis: RedisConnection, relationIds: readonly string[]): Promise<ErasurePlan> {
   const commands: string[][] = [];
+  // Erased users' traces in keys they share with others: one command per key for all of them.
+  const grouped = new KeyedCommands();
   const ids = new Set<UserId>();
   const addresses = new Set<string>();
   if (relationIds.length === 0) return { commands, ids, relationIds: new Set(), addresses };
@@ -419,21 +351,29 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
       const owned = record ? identitiesOf(record) : [];
       const owners = await Promise.all(owned.map(([kind, value]) => redis.send<string | null>(identityIndexKey(kind), ["HGET", identityIndexKey(kind), value])));
       const self = String(id);
-      commands.push(["HDEL", RELATION_ID_INDEX, relationId], ["HDEL", RELATION_ID_BY_USER, self], ["DEL", userKey(id)]);
+      grouped.add("HDEL", RELATION_ID_INDEX, relationId);
+      grouped.add("HDEL", RELATION_ID_BY_USER, self);
+      commands.push(["DEL", userKey(id)]);
       owned.forEach(([kind, value], k) => {
-        if (owners[k] === self) commands.push(["HDEL", identityIndexKey(kind), value]);
+        if (owners[k] === self) grouped.add("HDEL", identityIndexKey(kind), value);
       });
-      for (const friend of friends) commands.push(["SREM", userSetKey("friends", Number(friend)), self], ["HDEL", friendDescriptionsKey(Number(friend)), self]);
-      for (const followed of following) commands.push(["SREM", userSetKey("followers", Number(followed)), self]);
-      for (const follower of followers) commands.push(["SREM", userSetKey("following", Number(follower)), self]);
-      for (const asset of contracts) commands.push(["SREM", assetHoldersKey("contracts", asset), self]);
-      for (const asset of nfts) commands.push(["SREM", assetHoldersKey("nfts", asset), self]);
+      for (const friend of friends) {
+        grouped.add("SREM", userSetKey("friends", Number(friend)), self);
+        grouped.add("HDEL", friendDescriptionsKey(Number(friend)), self);
+      }
+      for (const followed of following) grouped.add("SREM", userSetKey("followers", Number(followed)), self);
+      for (const follower of followers) grouped.add("SREM", userSetKey("following", Number(follower)), self);
+      for (const asset of contracts) grouped.add("SREM", assetHoldersKey("contracts", asset), self);
+      for (const asset of nfts) grouped.add("SREM", assetHoldersKey("nfts", asset), self);
       for (const address of record?.addresses ?? []) {
         addresses.add(address);
-        for (const kind of ASSET_KINDS) commands.push(["DEL", addressAssetsKey(kind, address)], ["SREM", assetAddressesKey(kind), address]);
+        for (const kind of ASSET_KINDS) {
+          commands.push(["DEL", addressAssetsKey(kind, address)]);
+          grouped.add("SREM", assetAddressesKey(kind), address);
+        }
       }
-      for (const peer of release) if (peer !== RELEASE_ALL) commands.push(["SREM", releasedToKey(Number(peer)), self]);
-      for (const releaser of releasedTo) commands.push(["SREM", releaseKey(Number(releaser)), self]);
+      for (const peer of release) if (peer !== RELEASE_ALL) grouped.add("SREM", releasedToKey(Number(peer)), self);
+      for (const releaser of releasedTo) grouped.add("SREM", releaseKey(Number(releaser)), self);
       for (const key of pages) commands.push(["DEL", key]);
       const own = [
         userSetKey("friends", id),
@@ -450,7 +390,7 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
       ids.add(id);
     }),
   );
-  return { commands, ids, relationIds: new Set(targets.map(({ relationId }) => relationId)), addresses };
+  return { commands: [...commands, ...grouped.commands()], ids, relationIds: new Set(targets.map(({ relationId }) => relationId)), addresses };
 }
 
 /** What erasures remove, planned from the state before them. */
@@ -469,29 +409,28 @@ async function planDeletes(
   batch: IngestBatch,
   erased: Set<string>,
 ): Promise<{ commands: string[][]; trims: UserId[]; emptied: [AssetKind, string][]; claimants: string[] }> {
-  const commands: string[][] = [];
   const deletes = batch.deletes;
-  if (!deletes) return { commands, trims: [], emptied: [], claimants: [] };
+  if (!deletes) return { commands: [], trims: [], emptied: [], claimants: [] };
   // Edges of erased users go with them; an unknown relationId has no edges to delete.
   const names = [...new Set([...deletes.friends.flatMap(({ a, b }) => [a, b]), ...deletes.follows.flatMap(({ from, to }) => [from, to])])].filter(
     (name) => !erased.has(name),
   );
   const stored = await hashGetMany(redis, RELATION_ID_INDEX, names);
   const idOf = new Map(names.flatMap((name, i) => (stored[i] == null ? [] : [[name, stored[i]!]])));
+  const grouped = new KeyedCommands();
   for (const { a, b } of deletes.friends) {
     const [ia, ib] = [idOf.get(a), idOf.get(b)];
     if (ia === undefined || ib === undefined) continue;
-    commands.push(
-      ["SREM", userSetKey("friends", Number(ia)), ib],
-      ["SREM", userSetKey("friends", Number(ib)), ia],
-      ["HDEL", friendDescriptionsKey(Number(ia)), ib],
-      ["HDEL", friendDescriptionsKey(Number(ib)), ia],
-    );
+    grouped.add("SREM", userSetKey("friends", Number(ia)), ib);
+    grouped.add("SREM", userSetKey("friends", Number(ib)), ia);
+    grouped.add("HDEL", friendDescriptionsKey(Number(ia)), ib);
+    grouped.add("HDEL", friendDescriptionsKey(Number(ib)), ia);
   }
   for (const { from, to } of deletes.follows) {
     const [ifrom, ito] = [idOf.get(from), idOf.get(to)];
     if (ifrom === undefined || ito === undefined) continue;
-    commands.push(["SREM", userSetKey("following", Number(ifrom)), ito], ["SREM", userSetKey("followers", Number(ito)), ifrom]);
+    grouped.add("SREM", userSetKey("following", Number(ifrom)), ito);
+    grouped.add("SREM", userSetKey("followers", Number(ito)), ifrom);
   }
   const emptied: [AssetKind, string][] = [];
   const touched = new Set<string>();
@@ -499,7 +438,7 @@ async function planDeletes(
     const records = kind === "contracts" ? deletes.interactions : deletes.nfts;
     const seen = new Set<string>();
     for (const { address, contract } of records) {
-      commands.push(["SREM", addressAssetsKey(kind, address), contract]);
+      grouped.add("SREM", addressAssetsKey(kind, address), contract);
       touched.add(address);
       if (!seen.has(address)) emptied.push([kind, address]);
       seen.add(address);
@@ -511,12 +450,13 @@ async function planDeletes(
   const owners = await hashGetMany(redis, identityIndexKey("address"), addresses);
   const trims = owners.filter((owner) => owner != null).map(Number);
   const claimants = batch.users.filter((user) => user.addresses.some((address) => touched.has(address))).map((user) => user.relationId);
-  return { commands, trims, emptied, claimants };
+  return { commands: grouped.commands(), trims, emptied, claimants };
 }
 
 /** The commands that replace releases, keeping the reverse index (released-to) in step. */
 async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Map<string, UserId>): Promise<string[][]> {
   const commands: string[][] = [];
+  const reverse = new KeyedCommands();
   const ids = batch.releases.map(({ relationId }) => idOf.get(relationId) as UserId);
   const before = await Promise.all(ids.map((id) => scanSet(redis, releaseKey(id))));
   batch.releases.forEach(({ peers }, i) => {
@@ -524,12 +464,13 @@ async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Ma
     const self = String(id);
     const next = peers === "*" ? [RELEASE_ALL] : peers.map((peer) => String(idOf.get(peer) as UserId));
     const kept = new Set(next);
+    // In this order: the DEL empties the release the SADD fills.
     commands.push(["DEL", releaseKey(id)]);
     for (const part of chunks(next)) commands.push(["SADD", releaseKey(id), ...part]);
-    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) commands.push(["SREM", releasedToKey(Number(old)), self]);
-    for (const peer of next) if (peer !== RELEASE_ALL) commands.push(["SADD", releasedToKey(Number(peer)), self]);
+    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) reverse.add("SREM", releasedToKey(Number(old)), self);
+    for (const peer of next) if (peer !== RELEASE_ALL) reverse.add("SADD", releasedToKey(Number(peer)), self);
   });
-  return commands;
+  return [...commands, ...reverse.commands()];
 }
 
 /**

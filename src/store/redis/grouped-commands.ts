@@ -1,0 +1,112 @@
+import { sortedByKey } from "../batch.js";
+import { ARGS_PER_COMMAND } from "./set-reads.js";
+
+/*
+ * Writes grouped by key. A unit of changes touches keys all over the graph, and sending one command
+ * per member made per-command costs (encoding and queueing here, parsing and dispatch in Redis) most
+ * of the work. Both classes here turn many (key, member) changes into one command per key, split
+ * every ARGS_PER_COMMAND arguments. ARGS_PER_COMMAND is even, so HSET field/value pairs never
+ * straddle two commands.
+ */
+
+/** Options of GroupedMembers. */
+export interface GroupedMembersOptions {
+  command: "SADD" | "HSET" | "HDEL";
+  /** The key of a subject, by index. */
+  keyOf: (subject: number) => string;
+  /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
+  subjects: { readonly length: number };
+  /** Member texts (SADD members, HSET fields), by index; read when commands are made. */
+  members: readonly string[];
+  /** How many members will be added, at most. */
+  capacity: number;
+  /** HSET value texts, by index. */
+  values?: readonly string[];
+}
+
+/**
+ * Members of one family of keys (SADD members, HDEL fields, or HSET fields with their values), in
+ * typed columns of indexes: the bulk path, for the millions of relation and asset records of a load.
+ * Entries of one key keep their order, so a field set twice ends with its last value, as if the
+ * records were sent one by one.
+ */
+export class GroupedMembers {
+  private readonly subjects: Uint32Array;
+  private readonly members: Uint32Array;
+  private readonly valueIndexes: Uint32Array;
+  private length = 0;
+
+  constructor(private readonly options: GroupedMembersOptions) {
+    this.subjects = new Uint32Array(options.capacity);
+    this.members = new Uint32Array(options.capacity);
+    this.valueIndexes = new Uint32Array(options.values ? options.capacity : 0);
+  }
+
+  /** Arguments the commands will carry besides command names and keys. */
+  get args(): number {
+    return this.options.values ? 2 * this.length : this.length;
+  }
+
+  /** Adds a member, or for HSET a field with the value values[value]. */
+  add(subject: number, member: number, value = 0): void {
+    if (this.options.values) this.valueIndexes[this.length] = value;
+    this.subjects[this.length] = subject;
+    this.members[this.length++] = member;
+  }
+
+  *commands(): Generator<string[]> {
+    const { subjects, members, valueIndexes, length } = this;
+    const { command, keyOf, values } = this.options;
+    const memberTexts = this.options.members;
+    const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
+    for (let start = 0; start < length; ) {
+      const subject = subjects[order[start]!]!;
+      const key = keyOf(subject);
+      let args = [command, key];
+      let k = start;
+      for (; k < length && subjects[order[k]!] === subject; k++) {
+        const entry = order[k]!;
+        args.push(memberTexts[members[entry]!]!);
+        if (values) args.push(values[valueIndexes[entry]!]!);
+        if (args.length - 2 >= ARGS_PER_COMMAND) {
+          yield args;
+          args = [command, key];
+        }
+      }
+      if (args.length > 2) yield args;
+      start = k;
+    }
+  }
+}
+
+/**
+ * Set and hash member changes of any keys, added one at a time: the path for the scattered changes
+ * of a unit (edge deletes, erasures, the reverse index of releases). Only for changes whose order
+ * across keys, and across commands on one key, does not matter: a unit never adds and removes the
+ * same member of a key here.
+ */
+export class KeyedCommands {
+  private readonly groups = new Map<string, string[]>();
+
+  /** SADD, SREM or HDEL of one member (field) of a key. */
+  add(command: "SADD" | "SREM" | "HDEL", key: string, member: string): void {
+    const id = `${command} ${key}`;
+    const args = this.groups.get(id);
+    if (args) args.push(member);
+    else this.groups.set(id, [command, key, member]);
+  }
+
+  /** The commands, one per key and command (more for very large groups). */
+  commands(): string[][] {
+    const result: string[][] = [];
+    for (const args of this.groups.values()) {
+      if (args.length - 2 <= ARGS_PER_COMMAND) {
+        result.push(args);
+        continue;
+      }
+      const [command, key] = args as [string, string];
+      for (let at = 2; at < args.length; at += ARGS_PER_COMMAND) result.push([command, key, ...args.slice(at, at + ARGS_PER_COMMAND)]);
+    }
+    return result;
+  }
+}
