@@ -1,6 +1,7 @@
 import { createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
 import { commandIdSetReads, respEndpointOf, RespIdSetReader, type IdSetReads } from "./id-sets.js";
+import { RespWriter } from "./resp-writer.js";
 import { chunks } from "./set-reads.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
@@ -25,6 +26,11 @@ export interface RedisConnection {
    * replies in order. The bulk path: one deadline per window instead of a timer per command.
    */
   sendAll(commands: readonly string[][]): Promise<Reply[]>;
+  /**
+   * Sends many writes whose key is their second argument, like sendAll, and resolves once all are
+   * answered, their replies unread: the path of a load's planned commands.
+   */
+  writeAll(commands: readonly string[][]): Promise<void>;
   /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
   /** Sizes and members of UserId sets: a reader of its own on a standalone `redis://` server, else node-redis. */
@@ -87,6 +93,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
       clustered: true,
       send,
       sendAll,
+      writeAll: async (commands) => void (await sendAll(commands)),
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
@@ -105,11 +112,14 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
   const idSets = endpoint
     ? withStallBreaker(new RespIdSetReader(endpoint, CONNECT_TIMEOUT_MS))
     : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
+  const sendAll = (commands: readonly string[][]) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args)));
+  const writer = endpoint ? new RespWriter(endpoint, CONNECT_TIMEOUT_MS) : null;
   return {
     engine: "redis",
     clustered: false,
     send,
-    sendAll: (commands) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args))),
+    sendAll,
+    writeAll: writer ? (commands) => writeInWindows(commands, writer) : async (commands) => void (await sendAll(commands)),
     getMany: async (keys) => {
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
@@ -117,7 +127,7 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
     idSets,
     dataNodes: () => [options.url],
     close: async () => {
-      await Promise.all([idSets.close(), closeQuietly(() => client.close())]);
+      await Promise.all([idSets.close(), writer?.reset(), closeQuietly(() => client.close())]);
     },
   };
 }
@@ -185,6 +195,19 @@ async function sendInWindows(commands: readonly string[][], send: (args: string[
     for (const reply of await withDeadline(Promise.all(window.map(send)), BULK_WINDOW_TIMEOUT_MS)) replies.push(reply);
   }
   return replies;
+}
+
+/** sendInWindows's bulk discipline for RespWriter: one write per window; a late window drops the connection. */
+async function writeInWindows(commands: readonly string[][], writer: RespWriter): Promise<void> {
+  for (let i = 0; i < commands.length; i += COMMANDS_PER_WINDOW) {
+    try {
+      await withDeadline(writer.write(commands.slice(i, i + COMMANDS_PER_WINDOW)), BULK_WINDOW_TIMEOUT_MS);
+    } catch (error) {
+      // Whatever the connection still carries is unknown now: a new one serves the next write.
+      await writer.reset();
+      throw error;
+    }
+  }
 }
 
 /** Rejects when `work` has not settled within `ms`. */

@@ -86,26 +86,29 @@ export class GroupedMembers {
  * same member of a key here.
  */
 export class KeyedCommands {
-  private readonly groups = new Map<string, string[]>();
+  /** Per command, each key's arguments so far (command and key first). */
+  private readonly groups = { SADD: new Map<string, string[]>(), SREM: new Map<string, string[]>(), HDEL: new Map<string, string[]>() };
 
   /** SADD, SREM or HDEL of one member (field) of a key. */
   add(command: "SADD" | "SREM" | "HDEL", key: string, member: string): void {
-    const id = `${command} ${key}`;
-    const args = this.groups.get(id);
+    const groups = this.groups[command];
+    const args = groups.get(key);
     if (args) args.push(member);
-    else this.groups.set(id, [command, key, member]);
+    else groups.set(key, [command, key, member]);
   }
 
   /** The commands, one per key and command (more for very large groups). */
   commands(): string[][] {
     const result: string[][] = [];
-    for (const args of this.groups.values()) {
-      if (args.length - 2 <= ARGS_PER_COMMAND) {
-        result.push(args);
-        continue;
+    for (const groups of Object.values(this.groups)) {
+      for (const args of groups.values()) {
+        if (args.length - 2 <= ARGS_PER_COMMAND) {
+          result.push(args);
+          continue;
+        }
+        const [command, key] = args as [string, string];
+        for (let at = 2; at < args.length; at += ARGS_PER_COMMAND) result.push([command, key, ...args.slice(at, at + ARGS_PER_COMMAND)]);
       }
-      const [command, key] = args as [string, string];
-      for (let at = 2; at < args.length; at += ARGS_PER_COMMAND) result.push([command, key, ...args.slice(at, at + ARGS_PER_COMMAND)]);
     }
     return result;
   }

@@ -116,8 +116,11 @@ export class RespIdSetReader implements IdSetReads {
   }
 }
 
-/** What a command's reply must be: an integer, a set of UserIds, or the +OK of a handshake command. */
-type Expect = "integer" | "ids" | "ok";
+/**
+ * What a command's reply must be: an integer, a set of UserIds, the +OK of a handshake command, or
+ * any reply but an error (a write, whose reply is only checked).
+ */
+export type Expect = "integer" | "ids" | "ok" | "any";
 type Reply = number | UserId[] | string | RedisReplyError;
 
 /** Commands sent together and answered together: one promise per round trip, not one per command. */
@@ -135,6 +138,9 @@ const ZERO = 48;
 const NINE = 57;
 const MINUS = 45;
 const DOLLAR = 36;
+const STAR = 42;
+const PLUS = 43;
+const COLON = 58;
 /** Digits of the largest safe integer: a longer member cannot be a UserId. */
 const MAX_ID_DIGITS = 15;
 /** While Redis cannot be reached, how long after a failed connection the next one is tried. */
@@ -145,7 +151,7 @@ const COMPACT_AFTER = 1_024;
 const INCOMPLETE = -1;
 
 /** One connection and the batches waiting on it, in the order their commands were sent. */
-class RespLink {
+export class RespLink {
   broken = false;
   /** Why and when (performance.now()) the link failed before it was ready: refused, timed out, or its AUTH or SELECT refused. */
   connectFailure: { error: Error; at: number } | null = null;
@@ -199,7 +205,8 @@ class RespLink {
     });
   }
 
-  private enqueue(commands: readonly string[][], expect: Expect): Promise<Reply[]> {
+  /** Sends commands (each its own argument list) and resolves with their replies, all of one expected kind. */
+  enqueue(commands: readonly string[][], expect: Expect): Promise<Reply[]> {
     if (this.broken) return Promise.reject(new Error("the connection to Redis failed"));
     return new Promise((resolve, reject) => {
       this.waiting.push({ expect, replies: [], remaining: commands.length, resolve, reject });
@@ -300,6 +307,10 @@ class RespLink {
       const count = parseDecimal(bytes, at + 1, lineEnd);
       return this.parseIds(bytes, lineEnd + 2, count);
     }
+    if (expect === "any") {
+      this.value = 0;
+      return skipReply(bytes, at);
+    }
     throw new UnexpectedReplyError(`Redis replied with a "${type}" reply where a set read expected ${expect}`);
   }
 
@@ -324,6 +335,26 @@ class RespLink {
     this.value = ids;
     return at;
   }
+}
+
+/** The offset after the reply (of any type, errors aside) that starts at `at`, or INCOMPLETE. */
+function skipReply(bytes: Buffer, at: number): number {
+  const lineEnd = endOfLine(bytes, at);
+  if (lineEnd === INCOMPLETE) return INCOMPLETE;
+  const type = bytes[at];
+  if (type === DOLLAR) {
+    if (bytes[at + 1] === MINUS) return lineEnd + 2;
+    const end = lineEnd + 2 + parseDecimal(bytes, at + 1, lineEnd) + 2;
+    return end > bytes.length ? INCOMPLETE : end;
+  }
+  if (type === STAR) {
+    if (bytes[at + 1] === MINUS) return lineEnd + 2;
+    let next = lineEnd + 2;
+    for (let count = parseDecimal(bytes, at + 1, lineEnd); count > 0 && next !== INCOMPLETE; count--) next = skipReply(bytes, next);
+    return next;
+  }
+  if (type === PLUS || type === COLON) return lineEnd + 2;
+  throw new UnexpectedReplyError(`Redis replied with a "${String.fromCharCode(type ?? 0)}" reply to a write`);
 }
 
 /** The offset of the CR ending the line that starts at `at`, or INCOMPLETE when its CRLF has not arrived. */

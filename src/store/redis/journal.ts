@@ -57,7 +57,7 @@ export async function saveJournal(redis: RedisConnection, parts: Map<string, Jou
     commands.push(["SET", journalChunkKey(unit, n), chunk.toString("base64")]);
   }
   // A few chunks at a time: each is megabytes.
-  for (let start = 0; start < commands.length; start += 4) await redis.sendAll(commands.slice(start, start + 4));
+  for (let start = 0; start < commands.length; start += 4) await redis.writeAll(commands.slice(start, start + 4));
   await redis.send(JOURNAL, ["SET", JOURNAL, header("committed")]);
   return { parts, clear: () => clearUnit(redis, unit, chunks) };
 }
@@ -84,7 +84,7 @@ export async function loadJournal(redis: RedisConnection): Promise<JournalledUni
 }
 
 async function clearUnit(redis: RedisConnection, unit: string, chunks: number): Promise<void> {
-  await redis.sendAll(Array.from({ length: chunks }, (_, n) => ["DEL", journalChunkKey(unit, n)]));
+  await redis.writeAll(Array.from({ length: chunks }, (_, n) => ["DEL", journalChunkKey(unit, n)]));
   await redis.send(JOURNAL, ["DEL", JOURNAL]);
 }
 

@@ -119,7 +119,7 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
     written += await writeAssets(redis, kind, unit.assets[kind], unit.owners, (done) => onProgress?.({ written: written + done, total }));
   }
   written += await writeUserRelations(redis, unit, (done) => onProgress?.({ written: written + done, total }));
-  await redis.sendAll(unit.releases);
+  await redis.writeAll(unit.releases);
 
   // Only now, with every new record in place, can users that lost addresses or assets be trimmed
   // to the union of what their remaining addresses hold. These read the state, which is the same
@@ -130,7 +130,7 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
     const left = await redis.send<number>(addressAssetsKey(kind, address), ["SCARD", addressAssetsKey(kind, address)]);
     if (left === 0) await redis.send(assetAddressesKey(kind), ["SREM", assetAddressesKey(kind), address]);
   }
-  await redis.sendAll(unit.then);
+  await redis.writeAll(unit.then);
   onProgress?.({ written: total, total });
 }
 
@@ -263,7 +263,7 @@ class PipelinedSender {
   /** Sends `commands` once the previous batch is answered; `onSent` runs when they are. Rejects with an earlier batch's failure. */
   async send(commands: string[][], onSent: () => void): Promise<void> {
     await this.inFlight;
-    this.inFlight = this.redis.sendAll(commands).then(onSent);
+    this.inFlight = this.redis.writeAll(commands).then(onSent);
     // Marked handled here; the next send (or done) still sees the failure.
     this.inFlight.catch(() => {});
   }
@@ -708,7 +708,7 @@ async function trimAssets(redis: RedisConnection, id: UserId, addresses: readonl
     const wanted = new Set(held.flat());
     const extra = (current ?? []).filter((asset) => !wanted.has(asset));
     if (extra.length === 0) continue;
-    await redis.sendAll([
+    await redis.writeAll([
       ...chunks(extra).map((part) => ["SREM", userAssetsKey(kind, id), ...part]),
       ...extra.map((asset) => ["SREM", assetHoldersKey(kind, asset), String(id)]),
     ]);
