@@ -1,6 +1,7 @@
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisReplyError, respEndpointOf } from "../../src/store/redis/id-sets.js";
+import { connectRedis } from "../../src/store/redis/connection.js";
 import { RespWriter } from "../../src/store/redis/resp-writer.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
@@ -85,5 +86,21 @@ describe("RespWriter against a real redis-server", () => {
     const gone = new RespWriter({ host: "127.0.0.1", port: 1, username: "", password: "", db: 0 }, CONNECT_TIMEOUT_MS);
     await expect(gone.write([["SET", "k", "v"]])).rejects.toThrow();
     await gone.reset();
+  });
+});
+
+describe("RedisConnection.writeAll on standalone Redis", () => {
+  it("writes more arguments than one window holds, every one of them", async () => {
+    await client.flushAll();
+    const redis = await connectRedis({ url: server.url });
+    try {
+      // 400 commands of 1,000 members: 400,000 arguments, more than one window of the writer.
+      const commands = Array.from({ length: 400 }, (_, k) => ["SADD", `w:big:${k % 7}`, ...Array.from({ length: 1_000 }, (_, i) => `${k}-${i}`)]);
+      await redis.writeAll(commands);
+    } finally {
+      await redis.close();
+    }
+    const sizes = await Promise.all(Array.from({ length: 7 }, (_, k) => client.sCard(`w:big:${k}`)));
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(400_000);
   });
 });

@@ -59,6 +59,8 @@ const BULK_WINDOW_TIMEOUT_MS = 15_000;
 const BLOCKING_COMMANDS = new Set(["XREAD", "XREADGROUP", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "BZPOPMAX", "BLMPOP", "BZMPOP", "WAIT"]);
 /** Commands in flight at once on the bulk path: node-redis writes them as one pipeline per node. */
 const COMMANDS_PER_WINDOW = 10_000;
+/** Arguments per window on RespWriter's path, which encodes a window as one string: a few MB. */
+const ARGS_PER_WINDOW = 200_000;
 
 /** Opens a connection; rejects promptly with StoreUnavailableError when Redis does not answer. */
 export async function connectRedis(options: RedisStoreOptions): Promise<RedisConnection> {
@@ -197,16 +199,23 @@ async function sendInWindows(commands: readonly string[][], send: (args: string[
   return replies;
 }
 
-/** sendInWindows's bulk discipline for RespWriter: one write per window; a late window drops the connection. */
+/**
+ * sendInWindows's bulk discipline for RespWriter: one write per window, a window being at most
+ * COMMANDS_PER_WINDOW commands and, since a window is encoded as one string, about ARGS_PER_WINDOW
+ * arguments. A late window drops the connection.
+ */
 async function writeInWindows(commands: readonly string[][], writer: RespWriter): Promise<void> {
-  for (let i = 0; i < commands.length; i += COMMANDS_PER_WINDOW) {
+  for (let start = 0; start < commands.length; ) {
+    let end = start;
+    for (let args = 0; end < commands.length && end - start < COMMANDS_PER_WINDOW && args < ARGS_PER_WINDOW; end++) args += commands[end]!.length;
     try {
-      await withDeadline(writer.write(commands.slice(i, i + COMMANDS_PER_WINDOW)), BULK_WINDOW_TIMEOUT_MS);
+      await withDeadline(writer.write(commands.slice(start, end)), BULK_WINDOW_TIMEOUT_MS);
     } catch (error) {
       // Whatever the connection still carries is unknown now: a new one serves the next write.
       await writer.reset();
       throw error;
     }
+    start = end;
   }
 }
 
