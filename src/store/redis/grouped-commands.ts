@@ -88,28 +88,48 @@ export class GroupedMembers {
 export class KeyedCommands {
   /** Per command, each key's arguments so far (command and key first). */
   private readonly groups = { SADD: new Map<string, string[]>(), SREM: new Map<string, string[]>(), HDEL: new Map<string, string[]>() };
+  /** Per command and family of per-user keys, each user's members so far. */
+  private readonly families = { SADD: new Map<KeyOf, Map<number, string[]>>(), SREM: new Map<KeyOf, Map<number, string[]>>(), HDEL: new Map<KeyOf, Map<number, string[]>>() };
 
   /** SADD, SREM or HDEL of one member (field) of a key. */
-  add(command: "SADD" | "SREM" | "HDEL", key: string, member: string): void {
+  add(command: Command, key: string, member: string): void {
     const groups = this.groups[command];
     const args = groups.get(key);
     if (args) args.push(member);
     else groups.set(key, [command, key, member]);
   }
 
+  /**
+   * The same for the key keyOf(id) of a family of per-user keys (keyOf is one function for the
+   * whole family): the key's text is made once per key rather than once per member.
+   */
+  addFor(command: Command, keyOf: KeyOf, id: number, member: string): void {
+    let family = this.families[command].get(keyOf);
+    if (!family) this.families[command].set(keyOf, (family = new Map()));
+    const members = family.get(id);
+    if (members) members.push(member);
+    else family.set(id, [member]);
+  }
+
   /** The commands, one per key and command (more for very large groups). */
   commands(): string[][] {
     const result: string[][] = [];
-    for (const groups of Object.values(this.groups)) {
-      for (const args of groups.values()) {
-        if (args.length - 2 <= ARGS_PER_COMMAND) {
-          result.push(args);
-          continue;
-        }
-        const [command, key] = args as [string, string];
-        for (let at = 2; at < args.length; at += ARGS_PER_COMMAND) result.push([command, key, ...args.slice(at, at + ARGS_PER_COMMAND)]);
+    const emit = (command: string, key: string, members: readonly string[]) => {
+      for (let at = 0; at < members.length; at += ARGS_PER_COMMAND) result.push([command, key, ...members.slice(at, at + ARGS_PER_COMMAND)]);
+    };
+    for (const command of COMMANDS) {
+      for (const [key, args] of this.groups[command]) {
+        if (args.length - 2 <= ARGS_PER_COMMAND) result.push(args);
+        else emit(command, key, args.slice(2));
+      }
+      for (const [keyOf, family] of this.families[command]) {
+        for (const [id, members] of family) emit(command, keyOf(id), members);
       }
     }
     return result;
   }
 }
+
+type Command = "SADD" | "SREM" | "HDEL";
+type KeyOf = (id: number) => string;
+const COMMANDS: readonly Command[] = ["SADD", "SREM", "HDEL"];

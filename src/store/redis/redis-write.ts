@@ -32,6 +32,11 @@ const ARGS_PER_SEND = 50_000;
 
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
+// One function per family of per-user keys, for KeyedCommands.addFor.
+const friendsKey = (id: UserId) => userSetKey("friends", id);
+const followingKey = (id: UserId) => userSetKey("following", id);
+const followersKey = (id: UserId) => userSetKey("followers", id);
+
 /**
  * One unit of changes, planned from the state before it: every command it sends is absolute (a
  * value to set, a member to add or remove), fixed at planning time, so that applying the unit again
@@ -421,16 +426,16 @@ async function planDeletes(
   for (const { a, b } of deletes.friends) {
     const [ia, ib] = [idOf.get(a), idOf.get(b)];
     if (ia === undefined || ib === undefined) continue;
-    grouped.add("SREM", userSetKey("friends", Number(ia)), ib);
-    grouped.add("SREM", userSetKey("friends", Number(ib)), ia);
-    grouped.add("HDEL", friendDescriptionsKey(Number(ia)), ib);
-    grouped.add("HDEL", friendDescriptionsKey(Number(ib)), ia);
+    grouped.addFor("SREM", friendsKey, Number(ia), ib);
+    grouped.addFor("SREM", friendsKey, Number(ib), ia);
+    grouped.addFor("HDEL", friendDescriptionsKey, Number(ia), ib);
+    grouped.addFor("HDEL", friendDescriptionsKey, Number(ib), ia);
   }
   for (const { from, to } of deletes.follows) {
     const [ifrom, ito] = [idOf.get(from), idOf.get(to)];
     if (ifrom === undefined || ito === undefined) continue;
-    grouped.add("SREM", userSetKey("following", Number(ifrom)), ito);
-    grouped.add("SREM", userSetKey("followers", Number(ito)), ifrom);
+    grouped.addFor("SREM", followingKey, Number(ifrom), ito);
+    grouped.addFor("SREM", followersKey, Number(ito), ifrom);
   }
   const emptied: [AssetKind, string][] = [];
   const touched = new Set<string>();
@@ -467,8 +472,8 @@ async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Ma
     // In this order: the DEL empties the release the SADD fills.
     commands.push(["DEL", releaseKey(id)]);
     for (const part of chunks(next)) commands.push(["SADD", releaseKey(id), ...part]);
-    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) reverse.add("SREM", releasedToKey(Number(old)), self);
-    for (const peer of next) if (peer !== RELEASE_ALL) reverse.add("SADD", releasedToKey(Number(peer)), self);
+    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) reverse.addFor("SREM", releasedToKey, Number(old), self);
+    for (const peer of next) if (peer !== RELEASE_ALL) reverse.addFor("SADD", releasedToKey, Number(peer), self);
   });
   return [...commands, ...reverse.commands()];
 }
