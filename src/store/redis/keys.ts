@@ -99,8 +99,14 @@ export function pagingStateOwnerKey(id: UserId): string {
   return `rg:page-owner:${id}`;
 }
 
-/** String with a TTL: the token of the one process allowed to write (write-lease.ts). */
-export const WRITE_LEASE = "rg:write-lease";
+/**
+ * String with a TTL: the token of the one process allowed to write (write-lease.ts). Hash-tagged,
+ * like the generation beside it, so that one script can read both on a cluster.
+ */
+export const WRITE_LEASE = "rg:{write-lease}";
+
+/** String: how many times the write lease has been taken; a writer knows its own taking's number. */
+export const WRITE_LEASE_GENERATION = "rg:{write-lease}:generation";
 
 /** String: the header of the write journal (journal.ts), when a unit of changes is being applied. */
 export const JOURNAL = "rg:journal";

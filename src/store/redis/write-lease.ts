@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import type { RedisConnection } from "./connection.js";
-import { WRITE_LEASE } from "./keys.js";
+import { WRITE_LEASE, WRITE_LEASE_GENERATION } from "./keys.js";
 
 /** Options of the write lease. */
 export interface WriteLeaseOptions {
@@ -15,9 +15,18 @@ export interface WriteLeaseOptions {
 export const DEFAULT_WRITE_LEASE_MS = 10_000;
 const POLL_MS = 100;
 
-// Deletes or extends the lease only while this writer's token still holds it.
+// Takes the lease when it is free, and numbers the taking: returns the generation, or nil.
+const TAKE = `if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return redis.call("INCR", KEYS[2]) else return false end`;
+// Extends the lease while this writer's token holds it (1). A lease that expired while its holder
+// stalled (a long pause of the process or of Redis) and that nobody has taken since (the generation
+// is still this writer's) is taken again (2): no other writer ran in between. Otherwise it is lost (0).
+const RENEW = `
+local holder = redis.call("GET", KEYS[1])
+if holder == ARGV[1] then redis.call("PEXPIRE", KEYS[1], ARGV[2]) return 1 end
+if not holder and redis.call("GET", KEYS[2]) == ARGV[3] then redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2]) return 2 end
+return 0`;
+// Deletes the lease only while this writer's token still holds it.
 const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`;
-const RENEW = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) else return 0 end`;
 
 /**
  * Runs `work` as the only writer of the store. Every process that writes (ingest, the change feed)
@@ -30,9 +39,13 @@ export async function withWriteLease<T>(redis: RedisConnection, work: () => Prom
   const ttlMs = options.ttlMs ?? DEFAULT_WRITE_LEASE_MS;
   const token = `${hostname()}:${process.pid}:${randomUUID()}`;
   let waiting = false;
+  let generation: number;
   for (;;) {
-    const taken = await redis.send<string | null>(WRITE_LEASE, ["SET", WRITE_LEASE, token, "NX", "PX", String(ttlMs)]);
-    if (taken === "OK") break;
+    const taken = await redis.send<number | null>(WRITE_LEASE, ["EVAL", TAKE, "2", WRITE_LEASE, WRITE_LEASE_GENERATION, token, String(ttlMs)]);
+    if (taken !== null) {
+      generation = taken;
+      break;
+    }
     if (!waiting) {
       waiting = true;
       const holder = await redis.send<string | null>(WRITE_LEASE, ["GET", WRITE_LEASE]);
@@ -42,9 +55,9 @@ export async function withWriteLease<T>(redis: RedisConnection, work: () => Prom
   }
   let lost: unknown = null;
   const renewal = setInterval(() => {
-    redis.send<number>(WRITE_LEASE, ["EVAL", RENEW, "1", WRITE_LEASE, token, String(ttlMs)]).then(
+    redis.send<number>(WRITE_LEASE, ["EVAL", RENEW, "2", WRITE_LEASE, WRITE_LEASE_GENERATION, token, String(ttlMs), String(generation)]).then(
       (renewed) => {
-        if (renewed !== 1) lost ??= new Error("the write lease was lost: another writer took over after this one stalled");
+        if (renewed === 0) lost ??= new Error("the write lease was lost: another writer took over after this one stalled");
       },
       // A failed renewal is retried at the next tick; the lease still has most of its time.
       () => {},
