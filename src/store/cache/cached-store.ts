@@ -249,6 +249,8 @@ export function createCachedStore(
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
     putPagingState: (key, value, ttlSeconds, owner) => engine.putPagingState(key, value, ttlSeconds, owner),
     getPagingState: (key) => engine.getPagingState(key),
+    sharedSecret: (name) => engine.sharedSecret(name),
+    ...(engine.evalScript && { evalScript: engine.evalScript.bind(engine) }),
   };
 }
 
