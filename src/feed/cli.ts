@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from "../config/config.js";
 import type { CliIo } from "../ingest/cli.js";
 import { createStore, engineName } from "../store/index.js";
 import { createFeedConsumer, type FeedProgress } from "./consumer.js";
-import { connectFeedStream, type FeedStream } from "./stream.js";
+import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "./stream.js";
 
 /** The stream `relgraph follow` reads unless told otherwise. */
 export const DEFAULT_STREAM = "relgraph:changes";
@@ -18,7 +18,7 @@ Applies the change feed: consumes a Redis Stream through a consumer group on the
 (REDIS_URL) or Redis Cluster (REDIS_CLUSTER_NODES), until SIGINT or SIGTERM. Each entry holds a field
 "record" (one JSON record) or "records" (JSON Lines), in the ingestion format. An entry is
 acknowledged only once applied. An invalid entry is not applied: it goes to KEY:rejected with its
-reason, and the feed goes on. Run several consumers in one group to share the work: they take turns
+reason (which keeps the newest --max-rejected records), and the feed goes on. Run several consumers in one group to share the work: they take turns
 under the store's write lease, so entries apply in stream order whichever consumer applies them,
 and entries a consumer held when it died are taken over by the next one once its lease has expired
 (WRITE_LEASE_MS).
@@ -32,6 +32,7 @@ Options:
                           entries added from now on; or after the entry with that id
   --batch N               most entries applied as one unit (default 10000)
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
+  --max-rejected N        records KEY:rejected keeps, the oldest making room (default ${DEFAULT_MAX_REJECTED})
   -h, --help              show this help
 
 Progress goes to stderr as JSON lines (pino): records applied, records/s, entries rejected, and the
@@ -54,6 +55,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
         from: { type: "string" },
         batch: { type: "string" },
         "max-deliveries": { type: "string" },
+        "max-rejected": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -68,6 +70,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   for (const [flag, fallback, max] of [
     ["batch", "10000", 1_000_000],
     ["max-deliveries", "5", 1_000],
+    ["max-rejected", String(DEFAULT_MAX_REJECTED), 100_000_000],
   ] as const) {
     const text = values[flag] ?? fallback;
     if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
@@ -107,7 +110,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     return 1;
   }
   try {
-    stream = await connectFeedStream({ redis, key, group, consumer });
+    stream = await connectFeedStream({ redis, key, group, consumer, maxRejected: numbers["max-rejected"] });
   } catch (error) {
     await store.close();
     io.stderr.write(`relgraph follow: cannot open the stream: ${describe(error)}\n`);

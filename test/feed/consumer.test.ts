@@ -28,6 +28,17 @@ describe("the feed consumer", () => {
     await server?.stop();
   });
 
+  it("keeps only the newest maxRejected records in the rejected stream", async () => {
+    const capped = await connectFeedStream({ redis: { url: server.url }, key: "feed:capped", group: "relgraph", consumer: "c", maxRejected: 3 });
+    try {
+      for (let i = 0; i < 10; i++) await capped.reject(`${i}-0`, `bad ${i}`, [["record", "not json"]]);
+      const kept = (await redis.send(capped.rejectedKey, ["XRANGE", capped.rejectedKey, "-", "+"])) as [string, string[]][];
+      expect(kept.map(([, fields]) => fields[1])).toEqual(["7-0", "8-0", "9-0"]);
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("takes over what a dead consumer held first, removes consumers long gone that hold nothing, and reports progress with the lag", async () => {
     await redis.send(key, ["XGROUP", "CREATE", key, "relgraph", "0", "MKSTREAM"]);
     await redis.send(key, ["XGROUP", "CREATECONSUMER", key, "relgraph", "gone"]);
