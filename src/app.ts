@@ -8,6 +8,7 @@ import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
 import { toPublicError } from "./rpc/errors.js";
 import type { AdmittingGate } from "./auth/request-gate.js";
+import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
 import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
@@ -66,6 +67,8 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   // First, so that its hooks cover every route below, the in-process key nodes included.
   await registerCors(app, corsOrigins);
 
+  // Before connect-es arms its deadline timer from these headers.
+  app.addHook("onRequest", async (request) => clampDeadlineHeaders(request.raw.headers));
   // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
   const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
   await app.register(fastifyConnectPlugin, {
