@@ -11,7 +11,7 @@ import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
 import { GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
-import { createMetrics, withStoreMetrics } from "./metrics/metrics.js";
+import { createMetrics, registerCacheMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";
 import type { GraphStore } from "./store/store.js";
 
@@ -48,6 +48,7 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   const metrics = createMetrics();
   // Every store call is timed and its failures counted (GET /metrics); close() stays the raw store's.
   const store = withStoreMetrics(rawStore, metrics);
+  if (rawStore.cacheStats) registerCacheMetrics(metrics, rawStore.cacheStats.bind(rawStore));
   const notices: string[] = [];
   const staticKeys = [...config.apiKeys];
   if (options.devApiKey) {

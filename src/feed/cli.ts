@@ -1,10 +1,13 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "../config/config.js";
 import type { CliIo } from "../ingest/cli.js";
 import { createStore, engineName } from "../store/index.js";
-import { createFeedConsumer, type FeedProgress } from "./consumer.js";
+import { createFeedMetrics } from "../metrics/metrics.js";
+import { createFeedConsumer, type FeedConsumer, type FeedProgress } from "./consumer.js";
 import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "./stream.js";
 
 /** The stream `relgraph follow` reads unless told otherwise. */
@@ -33,6 +36,9 @@ Options:
   --batch N               most entries applied as one unit (default 10000)
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
   --max-rejected N        records KEY:rejected keeps, the oldest making room (default ${DEFAULT_MAX_REJECTED})
+  --metrics-port PORT     serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's,
+                          default 0.0.0.0; 0 picks a free port, logged): the feed's lag in
+                          seconds, entries waiting, and entries, records and rejections applied
   -h, --help              show this help
 
 Progress goes to stderr as JSON lines (pino): records applied, records/s, entries rejected, and the
@@ -56,6 +62,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
         batch: { type: "string" },
         "max-deliveries": { type: "string" },
         "max-rejected": { type: "string" },
+        "metrics-port": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -75,6 +82,10 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     const text = values[flag] ?? fallback;
     if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
     numbers[flag] = Number(text);
+  }
+  const metricsPort = values["metrics-port"];
+  if (metricsPort !== undefined && (!/^\d{1,5}$/.test(metricsPort) || Number(metricsPort) > 65_535)) {
+    return usage(io, `--metrics-port must be a port from 0 to 65535, got "${metricsPort}"`);
   }
   const from = values.from ?? "0";
   if (!/^(\$|0|\d+(-\d+)?)$/.test(from)) return usage(io, `--from must be 0, $ or a stream id, got "${from}"`);
@@ -127,6 +138,17 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     logger,
     onProgress: progressLogger(logger),
   });
+  let metricsServer: Server | null = null;
+  if (metricsPort !== undefined) {
+    try {
+      metricsServer = await serveFeedMetrics(feed, stream, config.host, Number(metricsPort));
+    } catch (error) {
+      await Promise.all([stream.close(), store.close()]);
+      io.stderr.write(`relgraph follow: cannot serve metrics on port ${metricsPort}: ${describe(error)}\n`);
+      return 1;
+    }
+    logger.info({ port: (metricsServer.address() as AddressInfo).port, path: "/metrics" }, "serving metrics");
+  }
   const stop = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "stopping after the unit in hand");
     feed.stop();
@@ -141,8 +163,38 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   } finally {
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
-    await Promise.all([stream.close(), store.close()]);
+    metricsServer?.closeAllConnections();
+    await Promise.all([stream.close(), store.close(), metricsServer && new Promise((resolve) => metricsServer.close(resolve))]);
   }
+}
+
+/** Serves the feed's Prometheus metrics (metrics.ts) at GET /metrics; anything else is 404. */
+async function serveFeedMetrics(feed: FeedConsumer, stream: FeedStream, host: string, port: number): Promise<Server> {
+  const registry = createFeedMetrics({
+    stats: () => feed.stats(),
+    async lag() {
+      const [lag, oldest] = await Promise.all([stream.lag(), stream.oldestUnapplied()]);
+      return lag && { ...lag, oldestUnappliedMs: oldest === null ? null : Number(oldest.split("-")[0]) };
+    },
+  });
+  const server = createServer((request, response) => {
+    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { "content-type": registry.contentType }).end(text),
+      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return server;
 }
 
 /** Logs a progress line whenever something moved since the last one. */

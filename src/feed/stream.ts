@@ -51,6 +51,11 @@ export interface FeedStream {
   /** The group's lag; null when the group does not exist. */
   lag(): Promise<GroupLag | null>;
   /**
+   * The id of the oldest entry the group has not applied: its oldest pending entry, else the first
+   * entry after the last one delivered; null when there is none (or no group).
+   */
+  oldestUnapplied(): Promise<string | null>;
+  /**
    * Resolves true as soon as the group has work, entries pending or not yet delivered, waiting up
    * to `blockMs` for new ones; false when none came. Reads nothing for the group.
    */
@@ -173,6 +178,17 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       await send(rejectedKey, ["XADD", rejectedKey, "MAXLEN", maxRejected, "*", "entry", id, "reason", reason, ...fields.flat()]);
     },
     lag,
+    async oldestUnapplied() {
+      const info = await groupInfo();
+      if (info === null) return null;
+      if (info.pending > 0) {
+        // The summary form: [count, smallest id, greatest id, consumers].
+        const summary = (await send(key, ["XPENDING", key, group])) as Reply[];
+        if (typeof summary[1] === "string") return summary[1];
+      }
+      const next = (await send(key, ["XRANGE", key, `(${info.lastDelivered}`, "+", "COUNT", "1"])) as [string, Reply[]][];
+      return next[0]?.[0] ?? null;
+    },
     async waitForWork(blockMs) {
       const info = await groupInfo();
       // No group yet: the caller creates it and looks again.

@@ -13,6 +13,8 @@ import type { FollowColumns, FollowRecord, FriendColumns, FriendRecord } from ".
 export interface GraphStore extends GraphReader, GraphWriter, ApiKeyStore, PagingStateStore, SharedStateStore {
   /** The engine's registered name, e.g. "memory", "redis", "redis-cluster". */
   readonly engine: string;
+  /** The read caches' counters (GET /metrics), when the store has them (the cache layer does). */
+  cacheStats?(): CacheStats;
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Releases connections. Idempotent. */
@@ -212,3 +214,6 @@ export interface SharedStateStore {
    */
   evalScript?(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
 }
+
+/** Lookups of each read cache (users, relationIds, setSizes, setMembers, intersections) since it started. */
+export type CacheStats = Record<string, { hits: number; misses: number; entries: number }>;

@@ -28,6 +28,29 @@ describe("the feed consumer", () => {
     await server?.stop();
   });
 
+  it("names the oldest entry the group has not applied: pending first, then the next undelivered", async () => {
+    const k = "feed:oldest";
+    const probe = await connectFeedStream({ redis: { url: server.url }, key: k, group: "g", consumer: "c" });
+    try {
+      expect(await probe.oldestUnapplied()).toBeNull();
+      await probe.ensureGroup("0");
+      expect(await probe.oldestUnapplied()).toBeNull();
+      const ids = [await add(redis, k, record({ n: 1 })), await add(redis, k, record({ n: 2 })), await add(redis, k, record({ n: 3 }))];
+      expect(await probe.oldestUnapplied()).toBe(ids[0]);
+      await probe.read(2, 0);
+      expect(await probe.oldestUnapplied()).toBe(ids[0]);
+      await probe.ack([ids[0]!]);
+      expect(await probe.oldestUnapplied()).toBe(ids[1]);
+      await probe.ack([ids[1]!]);
+      expect(await probe.oldestUnapplied()).toBe(ids[2]);
+      await probe.read(10, 0);
+      await probe.ack([ids[2]!]);
+      expect(await probe.oldestUnapplied()).toBeNull();
+    } finally {
+      await probe.close();
+    }
+  });
+
   it("keeps only the newest maxRejected records in the rejected stream", async () => {
     const capped = await connectFeedStream({ redis: { url: server.url }, key: "feed:capped", group: "relgraph", consumer: "c", maxRejected: 3 });
     try {
