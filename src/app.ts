@@ -7,7 +7,9 @@ import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
 import { toPublicError } from "./rpc/errors.js";
-import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor, type RequestGate } from "./rpc/interceptors.js";
+import type { AdmittingGate } from "./auth/request-gate.js";
+import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
+import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
@@ -26,7 +28,7 @@ export const KEY_NETWORK_PATH = "/key-network";
 /** Everything the app serves, already built by the composition root (cli/serve.ts) or a test. */
 export interface AppOptions {
   service: RelationServiceMethods;
-  gate: RequestGate;
+  gate: AdmittingGate;
   store: Pick<GraphStore, "ping">;
   /** The key network clients decrypt with, published at KEY_NETWORK_PATH. */
   keyNetwork: PublicKeyNetwork | null;
@@ -65,6 +67,8 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   // First, so that its hooks cover every route below, the in-process key nodes included.
   await registerCors(app, corsOrigins);
 
+  // Before connect-es arms its deadline timer from these headers.
+  app.addHook("onRequest", async (request) => clampDeadlineHeaders(request.raw.headers));
   // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
   const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
   await app.register(fastifyConnectPlugin, {

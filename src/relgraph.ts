@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { createApiKeyAuthenticator } from "./auth/api-keys.js";
-import { createRateLimiter } from "./auth/rate-limit.js";
+import { createApiKeyRateLimiter } from "./auth/api-key-rate-limit.js";
 import { createRequestGate } from "./auth/request-gate.js";
 import { createSiweVerifier } from "./auth/siwe.js";
 import type { Config } from "./config/config.js";
@@ -12,9 +11,12 @@ import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
 import { GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
-import { createMetrics, withStoreMetrics } from "./metrics/metrics.js";
+import { createMetrics, registerCacheMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";
 import type { GraphStore } from "./store/store.js";
+
+/** The store's shared secret that keys cursors when CURSOR_KEY is unset. */
+const CURSOR_KEY_NAME = "cursor-key";
 
 /** The development ApiKey: only ever accepted when the caller asks for it (embedded store, no API_KEYS). */
 export const DEV_API_KEY = "relgraph-dev-key";
@@ -46,6 +48,7 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   const metrics = createMetrics();
   // Every store call is timed and its failures counted (GET /metrics); close() stays the raw store's.
   const store = withStoreMetrics(rawStore, metrics);
+  if (rawStore.cacheStats) registerCacheMetrics(metrics, rawStore.cacheStats.bind(rawStore));
   const notices: string[] = [];
   const staticKeys = [...config.apiKeys];
   if (options.devApiKey) {
@@ -54,7 +57,8 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   }
   const gate = createRequestGate(
     createApiKeyAuthenticator({ store, staticKeys }),
-    createRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst }),
+    createApiKeyRateLimiter({ store, windowSeconds: config.rateLimitWindowSeconds }),
+    config.rateLimit,
   );
   const verifier = createSiweVerifier({
     domains: config.siweDomains,
@@ -63,8 +67,9 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   });
   const encryption = await createEncryption(config, store.engine);
   notices.push(encryption.notice);
-  // Without CURSOR_SECRET, cursors are valid only on this process (documented in the README).
-  const queries = new GraphQueries(store, createCursorCodec(config.cursorSecret ?? randomBytes(32)));
+  // Every instance on one store must open the others' cursors: without CURSOR_KEY they share the
+  // store's own key, which is created once in it.
+  const queries = new GraphQueries(store, createCursorCodec(config.cursorKey ?? (await store.sharedSecret(CURSOR_KEY_NAME))));
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(
     {

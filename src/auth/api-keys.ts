@@ -23,6 +23,8 @@ const KEY_ID_LENGTH = 8;
 export async function createApiKey(
   store: ApiKeyStore,
   label: string,
+  /** Requests per rate-limit window for this key (0: unlimited); undefined: the configured default. */
+  rateLimit?: number,
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const taken = new Set((await listApiKeys(store)).map((record) => record.id));
   for (;;) {
@@ -31,6 +33,7 @@ export async function createApiKey(
     const id = hash.slice(0, KEY_ID_LENGTH);
     if (taken.has(id)) continue;
     const record: ApiKeyRecord = { id, hash, label, createdAt: new Date().toISOString(), revokedAt: null };
+    if (rateLimit !== undefined) record.rateLimit = rateLimit;
     await storeCall(() => store.putApiKey(record));
     return { key, record };
   }
@@ -71,10 +74,18 @@ export interface ApiKeyAuthenticatorOptions {
 /** Checks the ApiKey of each request. */
 export interface ApiKeyAuthenticator {
   /**
-   * Resolves with the key's id (the rate-limit bucket), or rejects with MissingApiKeyError (10001),
-   * InvalidApiKeyError (10002), or StoreUnavailableError when managed keys cannot be read.
+   * Resolves with the key's id (the rate-limit bucket) and its own rate limit (null: the configured
+   * default), or rejects with MissingApiKeyError (10001), InvalidApiKeyError (10002), or
+   * StoreUnavailableError when managed keys cannot be read.
    */
-  authenticate(key: string | undefined): Promise<{ keyId: string }>;
+  authenticate(key: string | undefined): Promise<AuthenticatedKey>;
+}
+
+/** An ApiKey that authenticated. */
+export interface AuthenticatedKey {
+  keyId: string;
+  /** Requests per rate-limit window set on the key (`keys create --rate`), or null for the configured default. */
+  rateLimit: number | null;
 }
 
 /** Most cached lookups kept at once, of known and of unknown keys each; beyond that the oldest entry makes room. */
@@ -89,12 +100,12 @@ const MAX_CACHED_KEYS = 10_000;
 export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): ApiKeyAuthenticator {
   const staticKeys = options.staticKeys.map((key) => {
     const hash = hashApiKey(key);
-    return { digest: Buffer.from(hash, "hex"), keyId: `static-${hash.slice(0, KEY_ID_LENGTH)}` };
+    return { digest: Buffer.from(hash, "hex"), key: { keyId: `static-${hash.slice(0, KEY_ID_LENGTH)}`, rateLimit: null } };
   });
   const ttlMs = options.cacheTtlMs ?? 5_000;
   const now = options.now ?? Date.now;
   /** Hash of a managed key → its id and when the cached answer stops being trusted. */
-  const cache = new Map<string, { keyId: string; until: number }>();
+  const cache = new Map<string, { key: AuthenticatedKey; until: number }>();
   const negativeTtlMs = options.negativeCacheTtlMs ?? 1_000;
   /** Hash of an unknown or revoked key → when its refusal stops being trusted. */
   const unknown = new Map<string, number>();
@@ -106,16 +117,16 @@ export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): 
       const hash = hashApiKey(presented);
 
       const digest = Buffer.from(hash, "hex");
-      let staticMatch: string | null = null;
+      let staticMatch: AuthenticatedKey | null = null;
       // Every configured key is compared, so the time taken does not tell which one (if any) matched.
       for (const candidate of staticKeys) {
-        if (timingSafeEqual(candidate.digest, digest)) staticMatch = candidate.keyId;
+        if (timingSafeEqual(candidate.digest, digest)) staticMatch = candidate.key;
       }
-      if (staticMatch !== null) return { keyId: staticMatch };
+      if (staticMatch !== null) return staticMatch;
 
       const at = now();
       const cached = cache.get(hash);
-      if (cached !== undefined && cached.until > at) return { keyId: cached.keyId };
+      if (cached !== undefined && cached.until > at) return cached.key;
       cache.delete(hash);
       const refusedUntil = unknown.get(hash);
       if (refusedUntil !== undefined && refusedUntil > at) throw new InvalidApiKeyError("ApiKey is unknown or revoked");
@@ -126,8 +137,9 @@ export function createApiKeyAuthenticator(options: ApiKeyAuthenticatorOptions): 
         remember(unknown, hash, at + negativeTtlMs);
         throw new InvalidApiKeyError("ApiKey is unknown or revoked");
       }
-      remember(cache, hash, { keyId: record.id, until: at + ttlMs });
-      return { keyId: record.id };
+      const found: AuthenticatedKey = { keyId: record.id, rateLimit: record.rateLimit ?? null };
+      remember(cache, hash, { key: found, until: at + ttlMs });
+      return found;
     },
   };
 }

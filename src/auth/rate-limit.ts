@@ -2,17 +2,20 @@ import { RateLimitedError } from "../domain/errors.js";
 
 /** Options of createRateLimiter. */
 export interface RateLimiterOptions {
-  /** Sustained requests per second per ApiKey (RATE_LIMIT_PER_SECOND); 0 disables limiting. */
+  /** Sustained requests per second per client (KEY_NODE_RATE_LIMIT_PER_SECOND); 0 disables limiting. */
   perSecond: number;
-  /** Requests a key may make at once (RATE_LIMIT_BURST); below 1 it defaults to max(1, perSecond). */
+  /** Requests a client may make at once (KEY_NODE_RATE_LIMIT_BURST); below 1 it defaults to max(1, perSecond). */
   burst: number;
   /** A monotonic clock in milliseconds; injectable for tests. */
   now?: () => number;
 }
 
-/** A per-ApiKey request budget. */
+/**
+ * A request budget per client, in this process only: what the key nodes limit each client address
+ * with. ApiKeys are limited across instances by api-key-rate-limit.ts.
+ */
 export interface RateLimiter {
-  /** Spends one request of the key's budget, or throws RateLimitedError (10110) when none is left. */
+  /** Spends one request of the client's budget, or throws RateLimitedError (10110) when none is left. */
   take(keyId: string): void;
   /** Buckets currently held: the keys active within the last full-refill period (for metrics). */
   readonly size: number;
@@ -25,7 +28,7 @@ interface Bucket {
 }
 
 /**
- * Creates a token bucket per ApiKey: each holds up to `burst` tokens and refills at `perSecond`.
+ * Creates a token bucket per client: each holds up to `burst` tokens and refills at `perSecond`.
  * A bucket that has refilled completely is indistinguishable from a new one, so idle buckets are
  * dropped in a sweep run at most once per full-refill period; memory follows the active keys only.
  */

@@ -1,13 +1,27 @@
+import type { RateLimitState } from "../domain/errors.js";
 import type { RequestGate } from "../rpc/interceptors.js";
 import type { ApiKeyAuthenticator } from "./api-keys.js";
-import type { RateLimiter } from "./rate-limit.js";
+import type { ApiKeyRateLimiter } from "./api-key-rate-limit.js";
 
-/** Admits a request when its ApiKey authenticates and its key's rate limit has room. */
-export function createRequestGate(authenticator: ApiKeyAuthenticator, limiter: RateLimiter): RequestGate {
+/** What admitting a request tells: where its ApiKey stands in its rate-limit window (null: unlimited). */
+export interface Admission {
+  rateLimit: RateLimitState | null;
+}
+
+/** A RequestGate that also says how much budget is left: REST sends it as the RateLimit-* headers. */
+export interface AdmittingGate extends RequestGate {
+  admit(apiKey: string | undefined): Promise<Admission>;
+}
+
+/**
+ * Admits a request when its ApiKey authenticates and its key's rate limit has room: the key's own
+ * limit (`keys create --rate`), else `defaultLimit` (RATE_LIMIT; 0: unlimited).
+ */
+export function createRequestGate(authenticator: ApiKeyAuthenticator, limiter: ApiKeyRateLimiter, defaultLimit: number): AdmittingGate {
   return {
     async admit(apiKey) {
-      const { keyId } = await authenticator.authenticate(apiKey);
-      limiter.take(keyId);
+      const { keyId, rateLimit } = await authenticator.authenticate(apiKey);
+      return { rateLimit: await limiter.take(keyId, rateLimit ?? defaultLimit) };
     },
   };
 }

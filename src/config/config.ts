@@ -1,3 +1,4 @@
+import { parseCursorKey } from "../domain/cursor.js";
 import { redactUrl } from "./redact.js";
 
 /**
@@ -24,12 +25,19 @@ export interface Config {
   siweMaxAgeSeconds: number;
   /** ETH_RPC_URL: Ethereum JSON-RPC endpoint used to verify EIP-1271 (smart-contract wallet) signatures. */
   ethRpcUrl: string | null;
-  /** RATE_LIMIT_PER_SECOND: sustained requests per second allowed per ApiKey (0 disables). */
-  rateLimitPerSecond: number;
-  /** RATE_LIMIT_BURST: requests an ApiKey may make at once before the sustained rate applies. */
-  rateLimitBurst: number;
-  /** CURSOR_SECRET (secret): HMAC key for cursors; set the same value on every instance behind a balancer. */
-  cursorSecret: string | null;
+  /**
+   * RATE_LIMIT: requests an ApiKey may make per window, counted by every instance on the store
+   * together (0: unlimited); a key's own `--rate` takes precedence.
+   */
+  rateLimit: number;
+  /** RATE_LIMIT_WINDOW_SECONDS: the rate-limit window; RATE_LIMIT requests per this many seconds. */
+  rateLimitWindowSeconds: number;
+  /**
+   * CURSOR_KEY (secret): the 32-byte key cursors are encrypted under, as 64 hex digits or base64.
+   * Unset: the store's own key, created once in it, so every instance on one store shares it (the
+   * embedded store's lives as long as the process).
+   */
+  cursorKey: Uint8Array | null;
   /** KEY_NETWORK_FILE: the public key-network file written by `relgraph keygen`; null runs a dev network in-process. */
   keyNetworkFile: string | null;
   /** KEY_NODE_RATE_LIMIT_PER_SECOND: sustained decryption-share requests per second per client address, per key node. */
@@ -57,7 +65,7 @@ export interface Config {
 }
 
 /** Fields whose values must never be logged. */
-export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorSecret"];
+export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorKey"];
 
 /** URL fields, which may carry credentials (a password, a provider key); logs show them through redactUrl. */
 export const URL_FIELDS: readonly (keyof Config)[] = ["redisUrl", "ethRpcUrl"];
@@ -74,6 +82,9 @@ type Env = Record<string, string | undefined>;
 
 /** Reads and validates the configuration from an environment (process.env by default). */
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Readonly<Config> {
+  for (const [name, replacement] of Object.entries(RETIRED)) {
+    if (text(env, name) !== null) throw new ConfigError(`${name} is no longer read: use ${replacement}`);
+  }
   const config: Config = {
     port: integer(env, "PORT", 8080, 0, 65535),
     host: text(env, "HOST") ?? "0.0.0.0",
@@ -84,9 +95,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     corsOrigins: list(env, "CORS_ORIGINS"),
     siweMaxAgeSeconds: integer(env, "SIWE_MAX_AGE_SECONDS", 24 * 3600, 1, 365 * 24 * 3600),
     ethRpcUrl: text(env, "ETH_RPC_URL"),
-    rateLimitPerSecond: integer(env, "RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
-    rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 0, 0, 1_000_000),
-    cursorSecret: text(env, "CURSOR_SECRET"),
+    rateLimit: integer(env, "RATE_LIMIT", 0, 0, 1_000_000_000),
+    rateLimitWindowSeconds: integer(env, "RATE_LIMIT_WINDOW_SECONDS", 1, 1, 86_400),
+    cursorKey: cursorKey(env),
     keyNetworkFile: text(env, "KEY_NETWORK_FILE"),
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
@@ -133,6 +144,21 @@ export function redactConfig(config: Readonly<Config>): Record<string, unknown> 
 function text(env: Env, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
+}
+
+/** Variables relgraph no longer reads, and what replaced each: set, they would be silently ignored. */
+const RETIRED: Readonly<Record<string, string>> = {
+  RATE_LIMIT_PER_SECOND: "RATE_LIMIT (requests per RATE_LIMIT_WINDOW_SECONDS, default 1 s)",
+  RATE_LIMIT_BURST: "RATE_LIMIT with a longer RATE_LIMIT_WINDOW_SECONDS: a key may spend its whole window's budget at once",
+  CURSOR_SECRET: "CURSOR_KEY (32 bytes as 64 hex digits or base64, e.g. `openssl rand -hex 32`), or leave both unset to use the store's own key",
+};
+
+function cursorKey(env: Env): Uint8Array | null {
+  const value = text(env, "CURSOR_KEY");
+  if (value === null) return null;
+  const key = parseCursorKey(value);
+  if (key === null) throw new ConfigError("CURSOR_KEY: expected 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`)");
+  return key;
 }
 
 function list(env: Env, name: string): string[] {

@@ -58,9 +58,21 @@ export class RateLimitedError extends RelgraphError {
     desc: string,
     /** Whole seconds until a request would be admitted again: the Retry-After header. */
     readonly retryAfterSeconds = 1,
+    /** The ApiKey's budget, for the RateLimit-* headers (absent for the key nodes' per-address limit). */
+    readonly rateLimit?: RateLimitState,
   ) {
     super(desc);
   }
+}
+
+/** Where an ApiKey stands in its current rate-limit window: the RateLimit-* headers of REST answers. */
+export interface RateLimitState {
+  /** Requests the key may make per window. */
+  limit: number;
+  /** Requests left in the current window. */
+  remaining: number;
+  /** Whole seconds until the window ends and the budget is whole again. */
+  resetSeconds: number;
 }
 
 /** Thrown when a parameter is missing or invalid; the message names the parameter. */

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { MultiDimensionalRecommendationRequestSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { createCursorCodec } from "../domain/cursor.js";
@@ -213,7 +214,7 @@ const UNBOUNDED_LIMITS: RecommendationLimits = {
 function recommendationService(store: ReturnType<typeof createMemoryStore>, limits: RecommendationLimits): RelationServiceMethods {
   const refuse = () => Promise.reject(new Error("the evaluation calls no authorized operation"));
   return createRelationService({
-    queries: new GraphQueries(store, createCursorCodec("linkpred"), limits),
+    queries: new GraphQueries(store, createCursorCodec(randomBytes(32)), limits),
     authorizer: { verify: refuse },
     encryptor: { encryptFor: refuse, close: async () => {} },
   });

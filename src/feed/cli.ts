@@ -1,11 +1,14 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "../config/config.js";
 import type { CliIo } from "../ingest/cli.js";
 import { createStore, engineName } from "../store/index.js";
-import { createFeedConsumer, type FeedProgress } from "./consumer.js";
-import { connectFeedStream, type FeedStream } from "./stream.js";
+import { createFeedMetrics } from "../metrics/metrics.js";
+import { createFeedConsumer, type FeedConsumer, type FeedProgress } from "./consumer.js";
+import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "./stream.js";
 
 /** The stream `relgraph follow` reads unless told otherwise. */
 export const DEFAULT_STREAM = "relgraph:changes";
@@ -18,7 +21,7 @@ Applies the change feed: consumes a Redis Stream through a consumer group on the
 (REDIS_URL) or Redis Cluster (REDIS_CLUSTER_NODES), until SIGINT or SIGTERM. Each entry holds a field
 "record" (one JSON record) or "records" (JSON Lines), in the ingestion format. An entry is
 acknowledged only once applied. An invalid entry is not applied: it goes to KEY:rejected with its
-reason, and the feed goes on. Run several consumers in one group to share the work: they take turns
+reason (which keeps the newest --max-rejected records), and the feed goes on. Run several consumers in one group to share the work: they take turns
 under the store's write lease, so entries apply in stream order whichever consumer applies them,
 and entries a consumer held when it died are taken over by the next one once its lease has expired
 (WRITE_LEASE_MS).
@@ -32,6 +35,10 @@ Options:
                           entries added from now on; or after the entry with that id
   --batch N               most entries applied as one unit (default 10000)
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
+  --max-rejected N        records KEY:rejected keeps, the oldest making room (default ${DEFAULT_MAX_REJECTED})
+  --metrics-port PORT     serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's,
+                          default 0.0.0.0; 0 picks a free port, logged): the feed's lag in
+                          seconds, entries waiting, and entries, records and rejections applied
   -h, --help              show this help
 
 Progress goes to stderr as JSON lines (pino): records applied, records/s, entries rejected, and the
@@ -54,6 +61,8 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
         from: { type: "string" },
         batch: { type: "string" },
         "max-deliveries": { type: "string" },
+        "max-rejected": { type: "string" },
+        "metrics-port": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -68,10 +77,15 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   for (const [flag, fallback, max] of [
     ["batch", "10000", 1_000_000],
     ["max-deliveries", "5", 1_000],
+    ["max-rejected", String(DEFAULT_MAX_REJECTED), 100_000_000],
   ] as const) {
     const text = values[flag] ?? fallback;
     if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
     numbers[flag] = Number(text);
+  }
+  const metricsPort = values["metrics-port"];
+  if (metricsPort !== undefined && (!/^\d{1,5}$/.test(metricsPort) || Number(metricsPort) > 65_535)) {
+    return usage(io, `--metrics-port must be a port from 0 to 65535, got "${metricsPort}"`);
   }
   const from = values.from ?? "0";
   if (!/^(\$|0|\d+(-\d+)?)$/.test(from)) return usage(io, `--from must be 0, $ or a stream id, got "${from}"`);
@@ -107,7 +121,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     return 1;
   }
   try {
-    stream = await connectFeedStream({ redis, key, group, consumer });
+    stream = await connectFeedStream({ redis, key, group, consumer, maxRejected: numbers["max-rejected"] });
   } catch (error) {
     await store.close();
     io.stderr.write(`relgraph follow: cannot open the stream: ${describe(error)}\n`);
@@ -124,6 +138,17 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     logger,
     onProgress: progressLogger(logger),
   });
+  let metricsServer: Server | null = null;
+  if (metricsPort !== undefined) {
+    try {
+      metricsServer = await serveFeedMetrics(feed, stream, config.host, Number(metricsPort));
+    } catch (error) {
+      await Promise.all([stream.close(), store.close()]);
+      io.stderr.write(`relgraph follow: cannot serve metrics on port ${metricsPort}: ${describe(error)}\n`);
+      return 1;
+    }
+    logger.info({ port: (metricsServer.address() as AddressInfo).port, path: "/metrics" }, "serving metrics");
+  }
   const stop = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "stopping after the unit in hand");
     feed.stop();
@@ -138,8 +163,38 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   } finally {
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
-    await Promise.all([stream.close(), store.close()]);
+    metricsServer?.closeAllConnections();
+    await Promise.all([stream.close(), store.close(), metricsServer && new Promise((resolve) => metricsServer.close(resolve))]);
   }
+}
+
+/** Serves the feed's Prometheus metrics (metrics.ts) at GET /metrics; anything else is 404. */
+async function serveFeedMetrics(feed: FeedConsumer, stream: FeedStream, host: string, port: number): Promise<Server> {
+  const registry = createFeedMetrics({
+    stats: () => feed.stats(),
+    async lag() {
+      const [lag, oldest] = await Promise.all([stream.lag(), stream.oldestUnapplied()]);
+      return lag && { ...lag, oldestUnappliedMs: oldest === null ? null : Number(oldest.split("-")[0]) };
+    },
+  });
+  const server = createServer((request, response) => {
+    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { "content-type": registry.contentType }).end(text),
+      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return server;
 }
 
 /** Logs a progress line whenever something moved since the last one. */

@@ -46,10 +46,15 @@ export interface FeedStream {
   consumers(): Promise<{ name: string; pending: number; idleMs: number }[]>;
   /** Removes a consumer from the group (with its pending entries: only for one that holds none). */
   forget(name: string): Promise<void>;
-  /** Appends a record of a rejected entry to the rejected stream. */
+  /** Appends a record of a rejected entry to the rejected stream, which keeps only the newest maxRejected. */
   reject(id: string, reason: string, fields: readonly [string, string][]): Promise<void>;
   /** The group's lag; null when the group does not exist. */
   lag(): Promise<GroupLag | null>;
+  /**
+   * The id of the oldest entry the group has not applied: its oldest pending entry, else the first
+   * entry after the last one delivered; null when there is none (or no group).
+   */
+  oldestUnapplied(): Promise<string | null>;
   /**
    * Resolves true as soon as the group has work, entries pending or not yet delivered, waiting up
    * to `blockMs` for new ones; false when none came. Reads nothing for the group.
@@ -64,7 +69,15 @@ export interface FeedStreamOptions {
   key: string;
   group: string;
   consumer: string;
+  /**
+   * Most records the rejected stream keeps (default DEFAULT_MAX_REJECTED): the oldest make room. A
+   * producer that keeps sending bad entries must not fill Redis with their copies.
+   */
+  maxRejected?: number;
 }
+
+/** Records the rejected stream keeps unless told otherwise: room for a long outage's worth, bounded. */
+export const DEFAULT_MAX_REJECTED = 100_000;
 
 type Reply = string | number | null | Reply[];
 type Send = (key: string, args: string[]) => Promise<Reply>;
@@ -86,6 +99,7 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
   const [reads, commands] = opened.map((outcome) => (outcome as PromiseFulfilledResult<Connection>).value) as [Connection, Connection];
   const { key, group, consumer } = options;
   const rejectedKey = `${key}:rejected`;
+  const maxRejected = String(options.maxRejected ?? DEFAULT_MAX_REJECTED);
   const send = commands.send;
   async function lag(): Promise<GroupLag | null> {
     const info = await groupInfo();
@@ -160,9 +174,21 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       await send(key, ["XGROUP", "DELCONSUMER", key, group, name]);
     },
     async reject(id, reason, fields) {
-      await send(rejectedKey, ["XADD", rejectedKey, "*", "entry", id, "reason", reason, ...fields.flat()]);
+      // Exact trimming: rejections are rare, and each trims at most the one oldest record.
+      await send(rejectedKey, ["XADD", rejectedKey, "MAXLEN", maxRejected, "*", "entry", id, "reason", reason, ...fields.flat()]);
     },
     lag,
+    async oldestUnapplied() {
+      const info = await groupInfo();
+      if (info === null) return null;
+      if (info.pending > 0) {
+        // The summary form: [count, smallest id, greatest id, consumers].
+        const summary = (await send(key, ["XPENDING", key, group])) as Reply[];
+        if (typeof summary[1] === "string") return summary[1];
+      }
+      const next = (await send(key, ["XRANGE", key, `(${info.lastDelivered}`, "+", "COUNT", "1"])) as [string, Reply[]][];
+      return next[0]?.[0] ?? null;
+    },
     async waitForWork(blockMs) {
       const info = await groupInfo();
       // No group yet: the caller creates it and looks again.

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { GraphStore } from "../store/store.js";
+import type { FeedStats } from "../feed/consumer.js";
+import type { CacheStats, GraphStore } from "../store/store.js";
 
 /** Latency buckets in seconds: relgraph answers in tens of microseconds to a few hundred milliseconds. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -9,11 +10,6 @@ export interface RelgraphMetrics {
   registry: Registry;
   /** Counts one finished request and its latency. `code` is the contract's code, or the HTTP/gRPC status. */
   observeRequest(operation: string, protocol: string, code: string, seconds: number): void;
-  /**
-   * How far the change feed's applied position trails the stream, in seconds: set by the feed
-   * consumer (`relgraph follow`) as it applies entries.
-   */
-  changeFeedLag: Gauge;
 }
 
 /** Creates the metrics, on a registry of their own (so tests and several servers in one process do not collide). */
@@ -33,14 +29,8 @@ export function createMetrics(): RelgraphMetrics {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  const changeFeedLag = new Gauge({
-    name: "relgraph_change_feed_lag_seconds",
-    help: "How far the applied change feed trails the stream, in seconds.",
-    registers: [registry],
-  });
   return {
     registry,
-    changeFeedLag,
     observeRequest(operation, protocol, code, seconds) {
       requests.inc({ operation, protocol, code });
       latency.observe({ operation, protocol }, seconds);
@@ -87,4 +77,98 @@ export function withStoreMetrics(store: GraphStore, metrics: RelgraphMetrics): G
       };
     },
   });
+}
+
+/**
+ * The read caches' lookups, read from the store at each scrape: relgraph_cache_lookups_total by
+ * cache and result (hit or miss), whose rates give each cache's hit rate, and relgraph_cache_entries.
+ */
+export function registerCacheMetrics(metrics: RelgraphMetrics, stats: () => CacheStats): void {
+  new Counter({
+    name: "relgraph_cache_lookups_total",
+    help: "Read-cache lookups by cache and result (hit or miss); hit rate = rate(hit) / rate(hit + miss).",
+    labelNames: ["cache", "result"] as const,
+    registers: [metrics.registry],
+    collect() {
+      this.reset();
+      for (const [cache, { hits, misses }] of Object.entries(stats())) {
+        this.inc({ cache, result: "hit" }, hits);
+        this.inc({ cache, result: "miss" }, misses);
+      }
+    },
+  });
+  new Gauge({
+    name: "relgraph_cache_entries",
+    help: "Entries each read cache holds (setMembers: UserIds over all cached sets).",
+    labelNames: ["cache"] as const,
+    registers: [metrics.registry],
+    collect() {
+      for (const [cache, { entries }] of Object.entries(stats())) this.set({ cache }, entries);
+    },
+  });
+}
+
+/** Where `relgraph follow` stands, as its metrics read it at each scrape. */
+export interface FeedMetricsSource {
+  /** The consumer's counters. */
+  stats(): FeedStats;
+  /** The stream's lag now: entries not yet delivered and not yet acknowledged, and the XADD time (ms) of the oldest one not applied; null when the group does not exist. */
+  lag(): Promise<{ undelivered: number | null; pending: number; oldestUnappliedMs: number | null } | null>;
+}
+
+/**
+ * The change feed's metrics, on a registry of their own: `relgraph follow --metrics-port` serves
+ * them. relgraph_change_feed_lag_seconds is how long the oldest entry not yet applied has waited
+ * since its XADD (0 when caught up): it grows while the feed falls behind or stands still.
+ */
+export function createFeedMetrics(source: FeedMetricsSource): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "relgraph_follow_" });
+  let last: Awaited<ReturnType<FeedMetricsSource["lag"]>> = null;
+  let measured: Promise<void> | null = null;
+  /** One measurement per scrape, shared by the gauges below; a scrape while Redis is away keeps the last one. */
+  const measure = () =>
+    (measured ??= source
+      .lag()
+      .then((lag) => void (last = lag), () => undefined)
+      .finally(() => setImmediate(() => (measured = null))));
+  new Gauge({
+    name: "relgraph_change_feed_lag_seconds",
+    help: "How long the oldest stream entry not yet applied has waited since it was added, in seconds (0 when caught up).",
+    registers: [registry],
+    async collect() {
+      await measure();
+      const oldest = last?.oldestUnappliedMs;
+      this.set(oldest == null ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
+    },
+  });
+  new Gauge({
+    name: "relgraph_change_feed_entries_waiting",
+    help: "Stream entries not yet applied: undelivered (not yet read by the group) and pending (read, not yet acknowledged).",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    async collect() {
+      await measure();
+      this.set({ state: "pending" }, last?.pending ?? 0);
+      if (last?.undelivered != null) this.set({ state: "undelivered" }, last.undelivered);
+    },
+  });
+  const counters: [string, string, keyof FeedStats][] = [
+    ["relgraph_change_feed_entries_total", "Stream entries applied and acknowledged by this consumer.", "entries"],
+    ["relgraph_change_feed_records_total", "Records of the entries this consumer applied.", "records"],
+    ["relgraph_change_feed_rejected_total", "Entries this consumer sent to the rejected stream.", "rejected"],
+    ["relgraph_change_feed_claimed_total", "Entries this consumer took over from others.", "claimed"],
+  ];
+  for (const [name, help, field] of counters) {
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(source.stats()[field] as number);
+      },
+    });
+  }
+  return registry;
 }

@@ -8,9 +8,10 @@ import {
   RelationService,
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { InvalidArgumentError, RateLimitedError } from "../domain/errors.js";
+import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
 import { toPublicError } from "../rpc/errors.js";
-import { API_KEY_HEADER, type RequestGate } from "../rpc/interceptors.js";
+import type { AdmittingGate } from "../auth/request-gate.js";
+import { API_KEY_HEADER } from "../rpc/interceptors.js";
 import { toContractJson } from "../rpc/json.js";
 import { tooLarge } from "../rpc/unary-call.js";
 import { endUnreadRequest } from "../transport/unread-body.js";
@@ -65,7 +66,7 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
 /** Options of the REST facade plugin. */
 export interface RestFacadeOptions {
   service: RelationServiceMethods;
-  gate: RequestGate;
+  gate: AdmittingGate;
   /** Largest request body (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
 }
@@ -78,7 +79,10 @@ export interface RestFacadeOptions {
 export async function restFacade(app: FastifyInstance, { service, gate, maxRequestBytes }: RestFacadeOptions): Promise<void> {
   const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
     const failure = toPublicError(err, request.log);
-    if (err instanceof RateLimitedError) reply.header("retry-after", String(err.retryAfterSeconds));
+    if (err instanceof RateLimitedError) {
+      reply.header("retry-after", String(err.retryAfterSeconds));
+      if (err.rateLimit) setRateLimitHeaders(reply, err.rateLimit);
+    }
     return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
   };
 
@@ -93,7 +97,8 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
   for (const { path, call, response } of REST_ROUTES) {
     app.get(path, async (request, reply) => {
       try {
-        await gate.admit(apiKeyOf(request));
+        const { rateLimit } = await gate.admit(apiKeyOf(request));
+        if (rateLimit) setRateLimitHeaders(reply, rateLimit);
         const result = await call(service, request.query as Query);
         const json = toContractJson(response, result);
         return reply.send({ code: "0", desc: "success", ...json });
@@ -118,6 +123,16 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
       return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
     },
   });
+}
+
+/**
+ * The RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers (the IETF httpapi draft's
+ * separate-field form; Reset in seconds), on every answer to a rate-limited key, refusals included.
+ */
+function setRateLimitHeaders(reply: FastifyReply, state: RateLimitState): void {
+  reply.header("ratelimit-limit", String(state.limit));
+  reply.header("ratelimit-remaining", String(state.remaining));
+  reply.header("ratelimit-reset", String(state.resetSeconds));
 }
 
 function apiKeyOf(request: FastifyRequest): string | undefined {

@@ -1,9 +1,12 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { toConnectError, type ErrorLogger } from "./errors.js";
 
-/** Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors. */
+/**
+ * Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors.
+ * What it resolves with is the gate's own (REST sends its rate-limit state as headers).
+ */
 export interface RequestGate {
-  admit(apiKey: string | undefined): Promise<void>;
+  admit(apiKey: string | undefined): Promise<unknown>;
 }
 
 /** Name of the metadata entry (gRPC) / header (Connect, REST) that carries the ApiKey. */

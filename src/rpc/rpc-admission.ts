@@ -1,7 +1,8 @@
 import { promisify } from "node:util";
 import zlib from "node:zlib";
-import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectError } from "@connectrpc/connect";
+import { create, type DescService } from "@bufbuild/protobuf";
+import { ErrorDetailSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -37,12 +38,15 @@ export interface RpcAdmissionOptions {
  */
 export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes }: RpcAdmissionOptions): (request: FastifyRequest) => boolean {
   const prefixes = services.map((service) => `/${service.typeName}/`);
+  const methods = new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
   const admitted = new WeakSet<object>();
   app.addHook("onRequest", async (request, reply) => {
     // A CORS preflight carries no ApiKey by design; web/cors.ts answers it.
     if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return;
     try {
       await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
+      const path = request.url.split("?")[0]!;
+      if (!methods.has(path)) return refuse(request, reply, noSuchMethod(request));
       const length = headerValue(request.headers["content-length"]);
       if (length !== undefined && Number(length) > maxRequestBytes) throw tooLarge(maxRequestBytes);
       admitted.add(request.raw);
@@ -50,7 +54,21 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
       return refuse(request, reply, toConnectError(err, request.log));
     }
   });
+  // Unknown methods reach the hook above through this route (Fastify's own 404 runs no hooks of
+  // this context).
+  for (const prefix of prefixes) app.all(`${prefix}*`, async (request, reply) => refuse(request, reply, noSuchMethod(request)));
   return (request) => admitted.has(request.raw);
+}
+
+/**
+ * An unknown method, answered as REST answers an unknown path (11600): UNIMPLEMENTED on gRPC and
+ * gRPC-Web, as gRPC clients expect, and 404 on Connect (whose UNIMPLEMENTED would be a 501).
+ */
+function noSuchMethod(request: FastifyRequest): ConnectError {
+  const desc = `no such method: ${request.url.split("?")[0]!}`;
+  const detail = create(ErrorDetailSchema, { code: new InvalidArgumentError(desc).code, desc });
+  const grpc = (headerValue(request.headers["content-type"]) ?? "").startsWith("application/grpc");
+  return new ConnectError(desc, grpc ? Code.Unimplemented : Code.NotFound, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }
 
 /** Answers a refused RPC in the caller's protocol: a trailers-only gRPC or gRPC-Web reply, or a Connect error. */

@@ -10,9 +10,11 @@ import type { FollowColumns, FollowRecord, FriendColumns, FriendRecord } from ".
  * Set-returning methods return members in no particular order: ordering is the domain's job. What
  * any method returns may be shared with later calls (engines cache), so callers never mutate it.
  */
-export interface GraphStore extends GraphReader, GraphWriter, ApiKeyStore, PagingStateStore {
+export interface GraphStore extends GraphReader, GraphWriter, ApiKeyStore, PagingStateStore, SharedStateStore {
   /** The engine's registered name, e.g. "memory", "redis", "redis-cluster". */
   readonly engine: string;
+  /** The read caches' counters (GET /metrics), when the store has them (the cache layer does). */
+  cacheStats?(): CacheStats;
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Releases connections. Idempotent. */
@@ -177,6 +179,8 @@ export interface ApiKeyRecord {
   label: string;
   createdAt: string;
   revokedAt: string | null;
+  /** Requests per rate-limit window (`keys create --rate`; 0: unlimited); absent: the configured default (RATE_LIMIT). */
+  rateLimit?: number;
 }
 
 /** Storage of managed ApiKeys. */
@@ -195,3 +199,21 @@ export interface PagingStateStore {
   /** The value, or null when it never existed or has expired. */
   getPagingState(key: string): Promise<string | null>;
 }
+
+/** What the server instances on one store share besides the graph: secrets and counters. */
+export interface SharedStateStore {
+  /**
+   * The store's 32 random bytes named `name`, created on the first ask: every process on the store
+   * gets the same ones (the cursor key when CURSOR_KEY is unset). The memory engine's live as long as it.
+   */
+  sharedSecret(name: string): Promise<Uint8Array>;
+  /**
+   * Redis engines only: runs a Lua script, routed by its first key, through the store's connection
+   * (its timeout and stall breaker). What the ApiKey rate limiter (rate-limiter-flexible) keeps its
+   * shared counters with.
+   */
+  evalScript?(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
+
+/** Lookups of each read cache (users, relationIds, setSizes, setMembers, intersections) since it started. */
+export type CacheStats = Record<string, { hits: number; misses: number; entries: number }>;

@@ -107,6 +107,7 @@ export function createOpenApiDocument(version: string, served: readonly ServedRo
         responses: {
           "200": {
             description: "Success",
+            headers: RATE_LIMIT_HEADERS,
             content: {
               "application/json": {
                 schema: envelope,
@@ -244,12 +245,19 @@ function errorResponses(kind: { identified: boolean; paged: boolean; authorized:
     const codes = Object.keys(examples).map((key) => key.slice(5));
     responses[String(status)] = {
       description: `Error ${codes.join(", ")}`,
-      ...(status === 429 ? { headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." } } } : {}),
+      ...(status === 429 ? { headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." }, ...RATE_LIMIT_HEADERS } } : {}),
       content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" }, examples } },
     };
   }
   return responses;
 }
+
+/** Sent with every answer to a rate-limited ApiKey (RATE_LIMIT or `keys create --rate`), refusals included. */
+const RATE_LIMIT_HEADERS: Json = {
+  "RateLimit-Limit": { schema: { type: "integer" }, description: "Requests the ApiKey may make per window." },
+  "RateLimit-Remaining": { schema: { type: "integer" }, description: "Requests left in the current window." },
+  "RateLimit-Reset": { schema: { type: "integer" }, description: "Seconds until the current window ends." },
+};
 
 /** Sample values by field name, for the success examples; every other field gets its type's sample. */
 const SAMPLES: Record<string, unknown> = {

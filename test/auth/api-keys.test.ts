@@ -94,14 +94,14 @@ describe("createApiKeyAuthenticator", () => {
     const auth = createApiKeyAuthenticator({ store, staticKeys: [], cacheTtlMs: 5_000, now: () => clock });
 
     const { key, record } = await createApiKey(memory, "app");
-    expect(await auth.authenticate(key)).toEqual({ keyId: record.id });
-    expect(await auth.authenticate(key)).toEqual({ keyId: record.id });
+    expect(await auth.authenticate(key)).toEqual({ keyId: record.id, rateLimit: null });
+    expect(await auth.authenticate(key)).toEqual({ keyId: record.id, rateLimit: null });
     expect(lookups()).toBe(1);
 
     await revokeApiKey(memory, record.id);
     // Within the TTL the cached answer stands; that is the documented bound on revocation.
     clock += 4_999;
-    await expect(auth.authenticate(key)).resolves.toEqual({ keyId: record.id });
+    await expect(auth.authenticate(key)).resolves.toEqual({ keyId: record.id, rateLimit: null });
     clock += 1;
     await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
     await expect(auth.authenticate(key)).rejects.toThrow(InvalidApiKeyError);
@@ -142,7 +142,7 @@ describe("createApiKeyAuthenticator", () => {
     const hash = hashApiKey(key);
     await memory.putApiKey({ id: "k1", hash, label: "late", createdAt: new Date().toISOString(), revokedAt: null });
     clock += 1_000;
-    await expect(auth.authenticate(key)).resolves.toEqual({ keyId: "k1" });
+    await expect(auth.authenticate(key)).resolves.toEqual({ keyId: "k1", rateLimit: null });
   });
 
   it("propagates a store failure as StoreUnavailableError, not 10002", async () => {

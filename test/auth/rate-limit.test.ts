@@ -39,7 +39,7 @@ describe("createRateLimiter", () => {
     expect(allowed(() => limiter.take("b"), 5)).toBe(2);
   });
 
-  it("defaults the burst to the per-second rate when RATE_LIMIT_BURST is 0", () => {
+  it("defaults the burst to the per-second rate when the burst is 0", () => {
     const limiter = createRateLimiter({ perSecond: 3, burst: 0, now: () => 0 });
     expect(allowed(() => limiter.take("a"), 10)).toBe(3);
   });

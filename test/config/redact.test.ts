@@ -27,10 +27,10 @@ describe("URL redaction", () => {
       REDIS_URL: "redis://default:redis-s3cret@redis.internal:6379/0",
       ETH_RPC_URL: "https://eth-mainnet.g.alchemy.com/v2/alchemy-key-0123456789?token=query-s3cret",
       API_KEYS: "api-s3cret",
-      CURSOR_SECRET: "cursor-s3cret",
+      CURSOR_KEY: "c0ffee5ec3e7c0ffee5ec3e7c0ffee5ec3e7c0ffee5ec3e7c0ffee5ec3e7abcd",
     });
     const logged = JSON.stringify(redactConfig(config));
-    expect(logged).not.toMatch(/s3cret|alchemy-key/);
+    expect(logged).not.toMatch(/s3cret|alchemy-key|c0ffee|192/);
     expect(logged).toContain("redis.internal:6379/0");
     expect(logged).toContain("eth-mainnet.g.alchemy.com");
   });

@@ -26,8 +26,8 @@ async function get(path: string, params: Record<string, string>) {
 const mutualContracts = { address: `${addr("alice")},${addr("bob")}` };
 
 describe("10110: rate limit per ApiKey", () => {
-  it("refuses requests over the burst with 429 on REST and RESOURCE_EXHAUSTED on gRPC", async () => {
-    server = await startRelgraph({ records: fixtureRecords(), env: { RATE_LIMIT_PER_SECOND: "1", RATE_LIMIT_BURST: "2" } });
+  it("refuses requests over the budget with 429 on REST and RESOURCE_EXHAUSTED on gRPC", async () => {
+    server = await startRelgraph({ records: fixtureRecords(), env: { RATE_LIMIT: "2", RATE_LIMIT_WINDOW_SECONDS: "3600" } });
     expect((await get("mutualContractInteraction", mutualContracts)).status).toBe(200);
     expect((await get("mutualContractInteraction", mutualContracts)).status).toBe(200);
     const limited = await get("mutualContractInteraction", mutualContracts);

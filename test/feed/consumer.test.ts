@@ -28,6 +28,40 @@ describe("the feed consumer", () => {
     await server?.stop();
   });
 
+  it("names the oldest entry the group has not applied: pending first, then the next undelivered", async () => {
+    const k = "feed:oldest";
+    const probe = await connectFeedStream({ redis: { url: server.url }, key: k, group: "g", consumer: "c" });
+    try {
+      expect(await probe.oldestUnapplied()).toBeNull();
+      await probe.ensureGroup("0");
+      expect(await probe.oldestUnapplied()).toBeNull();
+      const ids = [await add(redis, k, record({ n: 1 })), await add(redis, k, record({ n: 2 })), await add(redis, k, record({ n: 3 }))];
+      expect(await probe.oldestUnapplied()).toBe(ids[0]);
+      await probe.read(2, 0);
+      expect(await probe.oldestUnapplied()).toBe(ids[0]);
+      await probe.ack([ids[0]!]);
+      expect(await probe.oldestUnapplied()).toBe(ids[1]);
+      await probe.ack([ids[1]!]);
+      expect(await probe.oldestUnapplied()).toBe(ids[2]);
+      await probe.read(10, 0);
+      await probe.ack([ids[2]!]);
+      expect(await probe.oldestUnapplied()).toBeNull();
+    } finally {
+      await probe.close();
+    }
+  });
+
+  it("keeps only the newest maxRejected records in the rejected stream", async () => {
+    const capped = await connectFeedStream({ redis: { url: server.url }, key: "feed:capped", group: "relgraph", consumer: "c", maxRejected: 3 });
+    try {
+      for (let i = 0; i < 10; i++) await capped.reject(`${i}-0`, `bad ${i}`, [["record", "not json"]]);
+      const kept = (await redis.send(capped.rejectedKey, ["XRANGE", capped.rejectedKey, "-", "+"])) as [string, string[]][];
+      expect(kept.map(([, fields]) => fields[1])).toEqual(["7-0", "8-0", "9-0"]);
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("takes over what a dead consumer held first, removes consumers long gone that hold nothing, and reports progress with the lag", async () => {
     await redis.send(key, ["XGROUP", "CREATE", key, "relgraph", "0", "MKSTREAM"]);
     await redis.send(key, ["XGROUP", "CREATECONSUMER", key, "relgraph", "gone"]);

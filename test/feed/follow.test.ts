@@ -162,7 +162,7 @@ describe("relgraph follow on standalone Redis", () => {
     expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
   });
 
-  it("never reads or acknowledges anything while the store refuses writes, and applies it all once it accepts them", async () => {
+  it("never reads or acknowledges anything while the store refuses writes, and applies it all once it accepts them; its metrics show the lag", async () => {
     await reset();
     await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
     const names: string[] = [];
@@ -173,16 +173,31 @@ describe("relgraph follow on standalone Redis", () => {
     }
     // Redis now refuses every write that needs memory, the write lease's included.
     await redis.send(STREAM, ["CONFIG", "SET", "maxmemory", "1"]);
-    const follower = follow(env, ["--consumer", "patient"]);
+    const follower = follow(env, ["--consumer", "patient", "--metrics-port", "0"]);
+    let scrape: () => Promise<string> = async () => "";
     try {
       await waitUntil("the consumer retries", () => follower.logs.some((line) => line.msg === "cannot read the stream; retrying"));
+      const port = follower.logs.find((line) => line.msg === "serving metrics")?.port;
+      expect(port).toBeTypeOf("number");
+      scrape = async () => (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
       expect(await known(store, names)).toBe(0);
       expect(await groupState(redis, STREAM)).toEqual({ pending: 0, lag: 10 });
+      // The first entry has waited since it was added, and every one is waiting.
+      const stalled = await scrape();
+      expect(Number(/^relgraph_change_feed_lag_seconds (\S+)$/m.exec(stalled)?.[1])).toBeGreaterThan(0);
+      expect(stalled).toMatch(/^relgraph_change_feed_entries_waiting\{state="undelivered"\} 10$/m);
+      expect(stalled).toMatch(/^relgraph_change_feed_records_total 0$/m);
     } finally {
       await redis.send(STREAM, ["CONFIG", "SET", "maxmemory", "0"]);
     }
     await drained(redis, STREAM);
     expect(await known(store, names)).toBe(names.length);
+    const caughtUp = await scrape();
+    expect(caughtUp).toMatch(/^relgraph_change_feed_lag_seconds 0$/m);
+    expect(caughtUp).toMatch(/^relgraph_change_feed_entries_waiting\{state="undelivered"\} 0$/m);
+    expect(caughtUp).toMatch(/^relgraph_change_feed_entries_total 10$/m);
+    expect(caughtUp).toMatch(/^relgraph_change_feed_records_total 210$/m);
+    expect(caughtUp).toContain("relgraph_follow_process_cpu_seconds_total");
     expect(await stop(follower)).toBe(0);
     expect(follower.stopped()).toMatchObject({ entries: 10, records: 10 * 21, rejected: 0 });
   });

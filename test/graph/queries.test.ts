@@ -32,7 +32,7 @@ function graph(spec: {
 
 async function queriesOver(records: IngestRecord[], limits: Partial<RecommendationLimits> = {}, store: GraphStore = createMemoryStore()) {
   await ingestRecords(store, records);
-  const queries = new GraphQueries(store, createCursorCodec("test-secret"), { ...DEFAULT_RECOMMENDATION_LIMITS, ...limits });
+  const queries = new GraphQueries(store, createCursorCodec(Buffer.alloc(32, 7)), { ...DEFAULT_RECOMMENDATION_LIMITS, ...limits });
   const idOf = async (relationId: string) => (await queries.resolveUsers([{ kind: "address", value: addressOf(relationId) }]))[0]!;
   /** The whole recommendation chain of `user`, as "relationId: description" lines. */
   const recommend = async (user: string, limit = 100) => {

@@ -680,6 +680,22 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         expect(await store.apiKeyByHash(one.hash)).toEqual({ ...one, revokedAt: "2024-02-01T00:00:00.000Z" });
         expect(await store.apiKeyByHash(two.hash)).toEqual(two);
       });
+
+      it("keeps a key's own rate limit", async () => {
+        const limited = { id: "k3", hash: "d".repeat(64), label: "", createdAt: "2024-01-03T00:00:00.000Z", revokedAt: null, rateLimit: 7 };
+        await store.putApiKey(limited);
+        expect(await store.apiKeyByHash(limited.hash)).toEqual(limited);
+      });
+    });
+
+    describe("shared secrets", () => {
+      it("creates 32 random bytes per name once, and gives every caller, concurrent first ones included, the same", async () => {
+        const first = await Promise.all([1, 2, 3, 4].map(() => store.sharedSecret("cursor-key")));
+        expect(first[0]!.length).toBe(32);
+        for (const secret of first) expect(Buffer.from(secret).equals(Buffer.from(first[0]!))).toBe(true);
+        expect(Buffer.from(await store.sharedSecret("cursor-key")).equals(Buffer.from(first[0]!))).toBe(true);
+        expect(Buffer.from(await store.sharedSecret("other")).equals(Buffer.from(first[0]!))).toBe(false);
+      });
     });
 
     describe("unavailability", () => {

@@ -1,5 +1,5 @@
 import type { AssetKind, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import type { ChangedPart, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
+import type { CacheStats, ChangedPart, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
 import { BoundedMap, IdTable } from "./bounded-map.js";
 import { KeyEpochs } from "./key-epochs.js";
 import { readWithinBound } from "../bounded-sets.js";
@@ -64,6 +64,14 @@ export function createCachedStore(
     }
   };
   const intersectionCache = new BoundedMap<string, UserId[]>(max.intersections, () => 1, forgetIntersection);
+  /** Hits and misses of each cache, for GET /metrics; lookups made while the engine is not watching bypass the caches and are not counted. */
+  const lookups = {
+    users: newTally(),
+    relationIds: newTally(),
+    setSizes: newTally(),
+    setMembers: newTally(),
+    intersections: newTally(),
+  };
 
   const dropSet = (key: SetCacheKey) => {
     setEpochs.invalidate(key);
@@ -102,7 +110,7 @@ export function createCachedStore(
 
   /** SCARD of each set, cached: recommendations size every neighbour's sets on every call. */
   const setSizes = (keys: readonly SetCacheKey[], load: (missing: SetCacheKey[]) => Promise<number[]>) =>
-    cachedMany(setSizeCache, setEpochs, keys, load) as Promise<number[]>;
+    cachedMany(setSizeCache, setEpochs, keys, load, lookups.setSizes) as Promise<number[]>;
   /**
    * Members of each set no larger than maxSize (larger ones: null, unread), sized first, both
    * cached: the neighbourhoods recommendations expand overlap from call to call, and reading their
@@ -115,7 +123,7 @@ export function createCachedStore(
     loadMembers: (missing: SetCacheKey[]) => Promise<(UserId[] | null)[]>,
   ): Promise<(UserId[] | null)[]> => {
     const sizes = await setSizes(keys, loadSizes);
-    return readWithinBound(keys, sizes, maxSize, (readable) => cachedMany(setMemberCache, setEpochs, readable, loadMembers));
+    return readWithinBound(keys, sizes, maxSize, (readable) => cachedMany(setMemberCache, setEpochs, readable, loadMembers, lookups.setMembers));
   };
   // The engine is asked for members of sets the cache has just sized: no bound, so it need not size
   // them again.
@@ -149,7 +157,7 @@ export function createCachedStore(
     resolveRelationIds: (relationIds) => engine.resolveRelationIds(relationIds),
     users(ids: readonly UserId[]) {
       if (!engine.watching) return engine.users(ids);
-      return cachedMany(userCache, userEpochs, ids, (missing) => engine.users(missing));
+      return cachedMany(userCache, userEpochs, ids, (missing) => engine.users(missing), lookups.users);
     },
     async relationIds(ids: readonly UserId[]) {
       if (!engine.watching) return engine.relationIds(ids);
@@ -160,6 +168,8 @@ export function createCachedStore(
         if (relationId === undefined) missing.add(ids[i]!);
         else known[i] = relationId;
       }
+      lookups.relationIds.misses += missing.size;
+      lookups.relationIds.hits += ids.length - missing.size;
       if (missing.size === 0) return known as string[];
       const startedAt = userEpochs.now();
       const asked = [...missing];
@@ -187,7 +197,11 @@ export function createCachedStore(
       const sets = userSetCacheKeys(kind, ids).sort((a, b) => a - b);
       const key = sets.join(",");
       const cached = intersectionCache.get(key);
-      if (cached !== undefined) return cached;
+      if (cached !== undefined) {
+        lookups.intersections.hits += 1;
+        return cached;
+      }
+      lookups.intersections.misses += 1;
       const startedAt = setEpochs.now();
       const members = await engine.userSetIntersection(kind, ids);
       if (members.length > PAGED_INTERSECTION && sets.every((set) => setEpochs.unchangedSince(set, startedAt))) {
@@ -249,6 +263,12 @@ export function createCachedStore(
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
     putPagingState: (key, value, ttlSeconds, owner) => engine.putPagingState(key, value, ttlSeconds, owner),
     getPagingState: (key) => engine.getPagingState(key),
+    sharedSecret: (name) => engine.sharedSecret(name),
+    cacheStats(): CacheStats {
+      const sizes = { users: userCache.size, relationIds: relationIdCache.size, setSizes: setSizeCache.size, setMembers: setMemberCache.size, intersections: intersectionCache.size };
+      return Object.fromEntries(Object.entries(lookups).map(([name, tally]) => [name, { ...tally, entries: sizes[name as keyof typeof sizes] }]));
+    },
+    ...(engine.evalScript && { evalScript: engine.evalScript.bind(engine) }),
   };
 }
 
@@ -261,9 +281,14 @@ export async function cachedMany<K, V>(
   epochs: KeyEpochs<K>,
   keys: readonly K[],
   load: (keys: K[]) => Promise<(V | null)[]>,
+  tally?: Tally,
 ): Promise<(V | null)[]> {
   const found = keys.map((key) => cache.get(key) ?? null);
   const missing = [...new Set(keys.filter((_, i) => found[i] === null))];
+  if (tally) {
+    tally.misses += missing.length;
+    for (const value of found) if (value !== null) tally.hits += 1;
+  }
   if (missing.length === 0) return found;
   const startedAt = epochs.now();
   const loaded = await load(missing);
@@ -275,6 +300,16 @@ export async function cachedMany<K, V>(
     if (epochs.unchangedSince(key, startedAt)) cache.set(key, value);
   });
   return keys.map((key, i) => found[i] ?? byKey.get(key) ?? null);
+}
+
+/** Lookups of one cache: a key asked several times in one call counts once as a miss. */
+interface Tally {
+  hits: number;
+  misses: number;
+}
+
+function newTally(): Tally {
+  return { hits: 0, misses: 0 };
 }
 
 /**

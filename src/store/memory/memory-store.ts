@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
 import type { ApiKeyRecord, ChangedPart, ChangeNotifier, GraphStore, IngestBatch, UserInput, WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
@@ -211,6 +212,9 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
     pagingStateOf.delete(id);
   }
 
+  /** The store's secrets by name (sharedSecret): as long-lived as the embedded store, which is the process. */
+  const sharedSecrets = new Map<string, Uint8Array>();
+
   return {
     engine: "memory",
     async ping() {},
@@ -360,6 +364,12 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
         return null;
       }
       return entry.value;
+    },
+
+    async sharedSecret(name: string) {
+      let secret = sharedSecrets.get(name);
+      if (!secret) sharedSecrets.set(name, (secret = randomBytes(32)));
+      return secret;
     },
   };
 }

@@ -19,6 +19,11 @@ export const RELATION_ID_INDEX = "rg:idx:relation-id";
 /** Hash UserId → relationId, so that naming users does not need their whole record. */
 export const RELATION_ID_BY_USER = "rg:idx:relation-id-by-user";
 
+/** String: 32 random bytes (hex) named `name`, written once (SET NX) and read by every process on the store. */
+export function sharedSecretKey(name: string): string {
+  return `rg:secret:${name}`;
+}
+
 /** Hash address | lowercase social username | gameId → UserId. */
 export function identityIndexKey(kind: IdentityKind): string {
   return `rg:idx:${kind}`;

@@ -1,6 +1,7 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
 import type { ApiKeyRecord, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
@@ -17,6 +18,7 @@ import {
   RELATION_ID_INDEX,
   RELEASE_ALL,
   releaseKey,
+  sharedSecretKey,
   userAssetsKey,
   userSetKey,
 } from "./keys.js";
@@ -230,6 +232,16 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
     },
     getPagingState(key: string) {
       return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
+    },
+
+    async sharedSecret(name: string) {
+      const key = sharedSecretKey(name);
+      // One script, so that concurrent first asks all read the value that won the SET NX.
+      const hex = await redis.send<string>(key, ["EVAL", "redis.call('SET', KEYS[1], ARGV[1], 'NX') return redis.call('GET', KEYS[1])", "1", key, randomBytes(32).toString("hex")]);
+      return Buffer.from(hex, "hex");
+    },
+    evalScript(script: string, keys: readonly string[], args: readonly string[]) {
+      return redis.send(keys[0], ["EVAL", script, String(keys.length), ...keys, ...args]);
     },
   };
 }
