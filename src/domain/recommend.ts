@@ -152,7 +152,7 @@ const MAX_KEYED_SLOT = 2 ** 22 - 1;
  * The k-th largest of `values` (1-based), by quickselect: linear on average, and it reorders
  * `values`, which is a scratch copy.
  */
-function kthLargest(values: Float64Array, k: number): number {
+export function kthLargest(values: Float64Array, k: number): number {
   let low = 0;
   let high = values.length - 1;
   const target = k - 1;

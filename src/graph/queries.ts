@@ -3,7 +3,7 @@ import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
-import { describeCandidate, Ranking, tallyContenders } from "../domain/recommend.js";
+import { describeCandidate, kthLargest, Ranking, tallyContenders } from "../domain/recommend.js";
 import type { GraphStore } from "../store/store.js";
 
 /** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
@@ -42,6 +42,13 @@ export interface RecommendationLimits {
   maxNeighbourSet: number;
   /** Assets held by more users than this (a DEX router) are never expanded. */
   maxAssetHolders: number;
+  /**
+   * Neighbours (or assets) of the queried user considered per signal at most: a user with more is
+   * answered from a fixed sample of this many (firstHop), so that the sizing and choosing behind
+   * memberBudget cost no more for a hub user than for anyone. The budget then expands the smallest
+   * sets of the sample, which under rarity weighting carry most of the score.
+   */
+  firstHopCap: number;
   /** How long a recommendation snapshot (and so its cursor chain) lives, in seconds. */
   snapshotTtlSeconds: number;
 }
@@ -52,6 +59,7 @@ export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   memberBudget: 1500,
   maxNeighbourSet: 1000,
   maxAssetHolders: 1000,
+  firstHopCap: 2000,
   snapshotTtlSeconds: 15 * 60,
 };
 
@@ -241,14 +249,16 @@ export class GraphQueries {
   }
 
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
-  private async expandUsers(kind: UserSetKind, ids: readonly UserId[]): Promise<ArrayLike<UserId>[]> {
+  private async expandUsers(kind: UserSetKind, neighbours: readonly UserId[]): Promise<ArrayLike<UserId>[]> {
+    const ids = firstHop(neighbours, this.limits.firstHopCap, hashOfId);
     const sizes = await this.store.userSetSizes(kind, ids);
     const chosen = withinBudget(ids, sizes, this.limits.maxNeighbourSet, this.limits.memberBudget);
     return readSets(this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet));
   }
 
   /** The holders of (some of) `assets`, chosen within the signal's member budget. */
-  private async expandAssets(kind: AssetKind, assets: readonly string[]): Promise<ArrayLike<UserId>[]> {
+  private async expandAssets(kind: AssetKind, held: readonly string[]): Promise<ArrayLike<UserId>[]> {
+    const assets = firstHop(held, this.limits.firstHopCap, hashOfText);
     const sizes = await this.store.assetHolderCounts(kind, assets);
     const chosen = withinBudget(assets, sizes, this.limits.maxAssetHolders, this.limits.memberBudget);
     return readSets(this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders));
@@ -310,6 +320,37 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
     chosen.push(items[i]!);
   }
   return chosen;
+}
+
+/**
+ * At most `cap` of `items`: all of them when they fit, else the `cap` with the smallest hash. The
+ * sample is a fixed function of the set, whatever order a store lists it in, so that a ranking
+ * recomputed for a cursor is the same one; and a hash is blind to degree, so the sample keeps the
+ * mix of rare and common neighbours the whole set has. Sizing every neighbour to keep the rarest
+ * would be the very work the cap bounds.
+ */
+export function firstHop<T extends string | number>(items: readonly T[], cap: number, hash: (item: T) => number): readonly T[] {
+  if (items.length <= cap) return items;
+  // Keys pack (hash, index) exactly, so one linear selection finds the cut and no objects are made.
+  const stride = 2 ** Math.ceil(Math.log2(items.length + 1));
+  const keys = new Float64Array(items.length);
+  for (let i = 0; i < items.length; i++) keys[i] = -(hash(items[i]!) * stride + i);
+  const cut = -kthLargest(keys.slice(), cap);
+  const kept: T[] = [];
+  for (let i = 0; i < items.length; i++) if (-keys[i]! <= cut) kept.push(items[i]!);
+  return kept;
+}
+
+/** A UserId's place in the first-hop sample: Fibonacci hashing spreads sequential ids. */
+function hashOfId(id: UserId): number {
+  return Math.imul(id % 2 ** 32, 0x9e3779b1) >>> 0;
+}
+
+/** An asset's place in the first-hop sample: FNV-1a of its address. */
+function hashOfText(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }
 
 /** The sets that were read: one that grew past its bound since it was sized comes back null, and is skipped. */
