@@ -72,6 +72,8 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   const queries = new GraphQueries(store, createCursorCodec(config.cursorKey ?? (await store.sharedSecret(CURSOR_KEY_NAME))), {
     ...DEFAULT_RECOMMENDATION_LIMITS,
     firstHopCap: config.recommendFirstHopCap,
+    snapshotsPerUser: config.recommendSnapshotsPerUser,
+    snapshotLimit: config.recommendSnapshotLimit,
   });
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(

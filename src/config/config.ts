@@ -65,6 +65,10 @@ export interface Config {
   maxRequestBytes: number;
   /** RECOMMEND_FIRST_HOP_CAP: neighbours (or assets) of the queried user a recommendation considers per signal; a hub user's are sampled down to it. */
   recommendFirstHopCap: number;
+  /** RECOMMEND_SNAPSHOTS_PER_USER: recommendation cursor chains (snapshots) one user may have open at once; a new one past it is refused with 10110. */
+  recommendSnapshotsPerUser: number;
+  /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most ~12 KB); a new chain past it is refused with 10110. */
+  recommendSnapshotLimit: number;
 }
 
 /** Fields whose values must never be logged. */
@@ -114,6 +118,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxConcurrentStreams: integer(env, "HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
     maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     recommendFirstHopCap: integer(env, "RECOMMEND_FIRST_HOP_CAP", DEFAULT_RECOMMENDATION_LIMITS.firstHopCap, 1, 1_000_000),
+    recommendSnapshotsPerUser: integer(env, "RECOMMEND_SNAPSHOTS_PER_USER", DEFAULT_RECOMMENDATION_LIMITS.snapshotsPerUser, 1, 1_000_000),
+    recommendSnapshotLimit: integer(env, "RECOMMEND_SNAPSHOT_LIMIT", DEFAULT_RECOMMENDATION_LIMITS.snapshotLimit, 1, 1_000_000_000),
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {

@@ -179,6 +179,11 @@ export function kthLargest(values: Float64Array, k: number): number {
 /** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
 const RANKED_WORDS = 3 + SIGNALS.length;
 
+/** Snapshot layouts (Ranking.snapshot): 18 bytes a candidate, or the packed words. */
+const NARROW = 1;
+const WIDE = 2;
+const NARROW_BYTES = 8 + 2 * SIGNALS.length;
+
 /**
  * Contenders best first, packed: by descending score, and within a score by ascending id. The order
  * served breaks score ties by relationId instead, but a page only needs the runs of equal score it
@@ -188,15 +193,62 @@ const RANKED_WORDS = 3 + SIGNALS.length;
 export class Ranking {
   constructor(private readonly words: Uint32Array) {}
 
-  /** The ranking packed by `bytes`; null when they cannot be one. */
-  static fromBytes(bytes: Uint8Array): Ranking | null {
-    if (bytes.length % (RANKED_WORDS * 4) !== 0) return null;
-    // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
-    return new Ranking(new Uint32Array(new Uint8Array(bytes).buffer));
+  /** The ranking a snapshot holds (Ranking.snapshot); null when the bytes cannot be one. */
+  static fromSnapshot(bytes: Uint8Array): Ranking | null {
+    const layout = bytes[0];
+    const body = bytes.subarray(1);
+    if (layout === WIDE) {
+      if (body.length % (RANKED_WORDS * 4) !== 0) return null;
+      // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
+      return new Ranking(new Uint32Array(new Uint8Array(body).buffer));
+    }
+    if (layout !== NARROW || body.length % NARROW_BYTES !== 0) return null;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    const length = body.length / NARROW_BYTES;
+    const words = new Uint32Array(length * RANKED_WORDS);
+    for (let position = 0; position < length; position++) {
+      const from = position * NARROW_BYTES;
+      const at = position * RANKED_WORDS;
+      words[at + 1] = view.getUint32(from, true);
+      words[at + 2] = view.getUint32(from + 4, true);
+      for (let s = 0; s < SIGNALS.length; s++) words[at + 3 + s] = view.getUint16(from + 8 + 2 * s, true);
+    }
+    return new Ranking(words);
   }
 
+  /** The packed words: what a fingerprint hashes. */
   get bytes(): Buffer {
     return Buffer.from(this.words.buffer, this.words.byteOffset, this.words.byteLength);
+  }
+
+  /**
+   * The ranking as a snapshot stores it: 18 bytes a candidate (id, score, a 16-bit count per signal)
+   * when every id and count fits, which they do unless ids pass 2^32 or bounds are lifted far; else
+   * the packed words. A leading byte says which.
+   */
+  snapshot(): Buffer {
+    let narrow = true;
+    for (let at = 0; at < this.words.length && narrow; at += RANKED_WORDS) {
+      if (this.words[at] !== 0) narrow = false;
+      for (let s = 0; s < SIGNALS.length; s++) if (this.words[at + 3 + s]! > 0xffff) narrow = false;
+    }
+    if (!narrow) return Buffer.concat([Buffer.of(WIDE), this.bytes]);
+    const out = Buffer.allocUnsafe(1 + this.length * NARROW_BYTES);
+    out[0] = NARROW;
+    for (let position = 0, to = 1; position < this.length; position++, to += NARROW_BYTES) {
+      const at = position * RANKED_WORDS;
+      out.writeUInt32LE(this.words[at + 1]!, to);
+      out.writeUInt32LE(this.words[at + 2]!, to + 4);
+      for (let s = 0; s < SIGNALS.length; s++) out.writeUInt16LE(this.words[at + 3 + s]!, to + 8 + 2 * s);
+    }
+    return out;
+  }
+
+  /** The ranking of the given positions only, in the order given. */
+  select(positions: readonly number[]): Ranking {
+    const words = new Uint32Array(positions.length * RANKED_WORDS);
+    positions.forEach((position, i) => words.set(this.words.subarray(position * RANKED_WORDS, (position + 1) * RANKED_WORDS), i * RANKED_WORDS));
+    return new Ranking(words);
   }
 
   get length(): number {

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { CursorCodec } from "../domain/cursor.js";
-import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
+import { InvalidCursorError, RateLimitedError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
 import { describeCandidate, kthLargest, Ranking, tallyContenders } from "../domain/recommend.js";
-import type { GraphStore } from "../store/store.js";
+import { PagingStateFullError, type GraphStore } from "../store/store.js";
 
 /** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
 export interface PageRequest {
@@ -51,6 +51,14 @@ export interface RecommendationLimits {
   firstHopCap: number;
   /** How long a recommendation snapshot (and so its cursor chain) lives, in seconds. */
   snapshotTtlSeconds: number;
+  /**
+   * Snapshots one user may have at once. A user has more than one only when their ranking changed
+   * between first pages (the same ranking shares one), so this bounds what a hot user, asked again
+   * and again under changes, holds.
+   */
+  snapshotsPerUser: number;
+  /** Snapshots in the whole store at once: with each at most ~18 bytes × maxResults (base64: × 4/3), a bound on their memory. */
+  snapshotLimit: number;
 }
 
 /** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
@@ -61,6 +69,8 @@ export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   maxAssetHolders: 1000,
   firstHopCap: 2000,
   snapshotTtlSeconds: 15 * 60,
+  snapshotsPerUser: 16,
+  snapshotLimit: 50_000,
 };
 
 /** Graph queries over a store: the domain operations behind every RPC, free of any protocol. */
@@ -197,11 +207,11 @@ export class GraphQueries {
       // A full page at the end of a run: whatever runs are left are the next page's.
       if (picked.length === page.limit && !more) more = position < served;
     }
-    if (firstPage && more) {
-      // Owned by the user, so that erasing them drops it.
-      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds, id);
-    }
-    const users = await this.hydrate(picked.map(({ position: at }) => ranking.id(at)));
+    // A snapshot only when a next page can be asked for; stored while the page is read.
+    const [users] = await Promise.all([
+      this.hydrate(picked.map(({ position: at }) => ranking.id(at))),
+      firstPage && more ? this.storeSnapshot(id, fingerprint, ranking, served) : undefined,
+    ]);
     const countsOf = new Map(picked.map(({ position: at }) => [ranking.id(at), ranking.counts(at)]));
     const last = picked.at(-1);
     return {
@@ -210,10 +220,52 @@ export class GraphQueries {
     };
   }
 
+  /**
+   * Stores the chain `ranking` serves as the snapshot its cursors read, owned by the user so that
+   * erasing them drops it. Within the limits on snapshots, or RateLimitedError: every cursor already
+   * given out stays valid, so a refusal falls on a first page, never on a chain under way.
+   */
+  private async storeSnapshot(id: UserId, fingerprint: string, ranking: Ranking, served: number): Promise<void> {
+    const chain = await this.chainOf(ranking, served);
+    const { snapshotTtlSeconds, snapshotsPerUser, snapshotLimit } = this.limits;
+    try {
+      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, id, {
+        perOwner: snapshotsPerUser,
+        total: snapshotLimit,
+      });
+    } catch (error) {
+      if (!(error instanceof PagingStateFullError)) throw error;
+      const whose = error.limit === "perOwner" ? "for this user" : "on this service";
+      throw new RateLimitedError(
+        `too many recommendation cursor chains are open ${whose}; retry in ${error.retryAfterSeconds} s (a page that holds the whole answer needs none)`,
+        error.retryAfterSeconds,
+      );
+    }
+  }
+
+  /**
+   * The ranking cut to the chain it serves: its first `served` candidates, of which the run of
+   * equal score across the cut keeps its first by relationId, as paging would. The ranking keeps
+   * every tie at the cut, which around a popular set can be thousands: this bounds a snapshot.
+   */
+  private async chainOf(ranking: Ranking, served: number): Promise<Ranking> {
+    if (ranking.length <= served) return ranking;
+    const [start] = ranking.tieSpan(served - 1, served);
+    const relationIds = await this.store.relationIds(ranking.ids(start, ranking.length));
+    const kept = relationIds
+      .map((relationId, i) => ({ relationId, position: start + i }))
+      .filter(({ relationId }) => relationId !== "")
+      .sort((x, y) => (x.relationId < y.relationId ? -1 : 1))
+      .slice(0, served - start)
+      .map(({ position }) => position)
+      .sort((x, y) => x - y);
+    return ranking.select([...Array.from({ length: start }, (_, position) => position), ...kept]);
+  }
+
   private async loadSnapshot(id: UserId, fingerprint: string): Promise<Ranking> {
     const stored = await this.store.getPagingState(snapshotKey(id, fingerprint));
     if (stored !== null) {
-      const ranking = Ranking.fromBytes(Buffer.from(stored, "base64"));
+      const ranking = Ranking.fromSnapshot(Buffer.from(stored, "base64"));
       if (ranking === null) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
       return ranking;
     }
@@ -389,9 +441,9 @@ function firstScoreAtMost(ranking: Ranking, score: number, end: number): number 
   return low;
 }
 
-/** Snapshots are packed rankings (Ranking.bytes); the version keeps a snapshot of an earlier layout from ever being read as one. */
+/** Snapshots are rankings in base64 (Ranking.snapshot); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {
-  return `rec:v3:${id}:${fingerprint}`;
+  return `rec:v4:${id}:${fingerprint}`;
 }
 
 function fingerprintOf(ranking: Ranking): string {

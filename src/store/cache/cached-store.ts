@@ -261,7 +261,7 @@ export function createCachedStore(
     apiKeyByHash: (hash) => engine.apiKeyByHash(hash),
     listApiKeys: () => engine.listApiKeys(),
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
-    putPagingState: (key, value, ttlSeconds, owner) => engine.putPagingState(key, value, ttlSeconds, owner),
+    putPagingState: (key, value, ttlSeconds, owner, limits) => engine.putPagingState(key, value, ttlSeconds, owner, limits),
     getPagingState: (key) => engine.getPagingState(key),
     sharedSecret: (name) => engine.sharedSecret(name),
     cacheStats(): CacheStats {

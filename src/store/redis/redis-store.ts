@@ -2,7 +2,7 @@ import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } 
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
-import type { ApiKeyRecord, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
+import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type WriteOptions } from "../store.js";
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
 import {
   API_KEY_IDS,
@@ -14,6 +14,7 @@ import {
   identityIndexKey,
   pagingStateKey,
   pagingStateOwnerKey,
+  PAGING_STATES,
   RELATION_ID_BY_USER,
   RELATION_ID_INDEX,
   RELEASE_ALL,
@@ -222,13 +223,47 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId) {
-      await redis.send(pagingStateKey(key), ["SET", pagingStateKey(key), value, "EX", String(ttlSeconds)]);
-      if (owner === undefined) return;
-      // The owner's index lives as long as its newest state; erasure deletes what it lists.
-      const index = pagingStateOwnerKey(owner);
-      await redis.send(index, ["SADD", index, pagingStateKey(key)]);
-      await redis.send(index, ["EXPIRE", index, String(ttlSeconds)]);
+    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits) {
+      const state = pagingStateKey(key);
+      const index = owner === undefined ? null : pagingStateOwnerKey(owner);
+      const ttl = String(ttlSeconds);
+      const now = Date.now();
+      // Sent together: one round trip on a standalone server (node-redis pipelines them), one per
+      // node on a cluster. The owner's index lives as long as its newest state; erasure deletes what it lists.
+      const none = Promise.resolve(0);
+      const stored = redis.send(state, ["SET", state, value, "EX", ttl]);
+      const addedToIndex = index === null ? none : redis.send<number>(index, ["SADD", index, state]);
+      const ownerStates = index === null || !limits ? none : redis.send<number>(index, ["SCARD", index]);
+      const indexKept = index === null ? none : redis.send(index, ["EXPIRE", index, ttl]);
+      const addedToAll = !limits ? none : redis.send<number>(PAGING_STATES, ["ZADD", PAGING_STATES, String(now + ttlSeconds * 1000), state]);
+      const expiredForgotten = !limits ? none : redis.send(PAGING_STATES, ["ZREMRANGEBYSCORE", PAGING_STATES, "-inf", String(now)]);
+      const allStates = !limits ? none : redis.send<number>(PAGING_STATES, ["ZCARD", PAGING_STATES]);
+      // Awaited together, so that no failed command's rejection goes unhandled.
+      const [, added, owned, , addedAll, , all] = await Promise.all([stored, addedToIndex, ownerStates, indexKept, addedToAll, expiredForgotten, allStates]);
+      if (!limits) return;
+      const refuse = async (limit: "perOwner" | "total", retryAfterMs: number) => {
+        await Promise.all([
+          redis.send(state, ["DEL", state]),
+          index === null ? null : redis.send(index, ["SREM", index, state]),
+          redis.send(PAGING_STATES, ["ZREM", PAGING_STATES, state]),
+        ]);
+        throw new PagingStateFullError(limit, Math.max(1, Math.ceil(retryAfterMs / 1000)));
+      };
+      // A key put again only renewed its state. Concurrent puts may each see the other and both
+      // refuse: the bound holds, and errs on the side of refusing.
+      if (addedAll === 1 && all > limits.total) {
+        const [, oldest] = await redis.send<string[]>(PAGING_STATES, ["ZRANGE", PAGING_STATES, "0", "0", "WITHSCORES"]);
+        await refuse("total", Number(oldest ?? 0) - now);
+      }
+      if (index !== null && added === 1 && owned > limits.perOwner) {
+        // The index also lists states that expired since: forget those, and count again.
+        const listed = (await scanSet(redis, index)).filter((listedState) => listedState !== state);
+        const ttls = await Promise.all(listed.map((listedState) => redis.send<number>(listedState, ["PTTL", listedState])));
+        const expired = listed.filter((_, i) => ttls[i]! < 0);
+        if (expired.length > 0) await redis.send(index, ["SREM", index, ...expired]);
+        const liveTtls = ttls.filter((remaining) => remaining >= 0);
+        if (liveTtls.length >= limits.perOwner) await refuse("perOwner", Math.min(...liveTtls));
+      }
     },
     getPagingState(key: string) {
       return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
@@ -271,7 +306,7 @@ function guardAll(store: GraphStore): GraphStore {
         return await (bounded ? withDeadline(call, COMMAND_TIMEOUT_MS) : call);
       } catch (cause) {
         // A batch naming an unknown relationId is the caller's bug, not an outage.
-        if (cause instanceof UnknownRelationIdError) throw cause;
+        if (cause instanceof UnknownRelationIdError || cause instanceof PagingStateFullError) throw cause;
         throw unavailable(cause);
       }
     };
