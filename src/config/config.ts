@@ -67,7 +67,7 @@ export interface Config {
   recommendFirstHopCap: number;
   /** RECOMMEND_SNAPSHOTS_PER_USER: recommendation cursor chains (snapshots) one user may have open at once; a new one past it is refused with 10110. */
   recommendSnapshotsPerUser: number;
-  /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most ~12 KB); a new chain past it is refused with 10110. */
+  /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most 24 KB); a new chain past it is refused with 10110. */
   recommendSnapshotLimit: number;
 }
 

@@ -57,7 +57,7 @@ export interface RecommendationLimits {
    * and again under changes, holds.
    */
   snapshotsPerUser: number;
-  /** Snapshots in the whole store at once: with each at most ~18 bytes × maxResults (base64: × 4/3), a bound on their memory. */
+  /** Snapshots in the whole store at once: with each at most 18 bytes × 2 × maxResults (base64: × 4/3), a bound on their memory. */
   snapshotLimit: number;
 }
 
@@ -244,12 +244,13 @@ export class GraphQueries {
   }
 
   /**
-   * The ranking cut to the chain it serves: its first `served` candidates, of which the run of
-   * equal score across the cut keeps its first by relationId, as paging would. The ranking keeps
-   * every tie at the cut, which around a popular set can be thousands: this bounds a snapshot.
+   * The ranking a snapshot keeps: at most twice `served` candidates. The ranking keeps every tie at
+   * the cut, which around a popular set can be thousands; past the bound only the run's first by
+   * relationId stay, as paging would serve them. Below it the run is kept whole: reading a few
+   * hundred relationIds to save a few KB cost more than it saved.
    */
   private async chainOf(ranking: Ranking, served: number): Promise<Ranking> {
-    if (ranking.length <= served) return ranking;
+    if (ranking.length <= 2 * served) return ranking;
     const [start] = ranking.tieSpan(served - 1, served);
     const relationIds = await this.store.relationIds(ranking.ids(start, ranking.length));
     const kept = relationIds
