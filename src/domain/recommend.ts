@@ -70,16 +70,16 @@ export type SignalSets = { readonly [S in Signal]: readonly ArrayLike<UserId>[] 
 export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Ranking {
   let occurrences = excluded.length;
   for (const signal of SIGNALS) for (const set of sets[signal]) occurrences += set.length;
-  const slots = SlotTable.forEntries(occurrences);
+  const slots = new SlotTable(occurrences);
   for (let i = 0; i < excluded.length; i++) slots.exclude(excluded[i]!);
 
-  // At most one candidate per occurrence. Typed arrays rather than an object per candidate (a call
-  // sees thousands), kept from call to call (the tally never yields): zeroing and collecting half
-  // a megabyte per call was a tenth of a recommendation's CPU. A slot is cleared when assigned.
-  const { ids, counts, scores } = tallyScratch(occurrences);
+  // At most one candidate per occurrence, so these never grow. Typed arrays rather than an object
+  // per candidate: a call sees thousands of candidates.
+  const ids = new Float64Array(occurrences);
+  const counts = new Int32Array(occurrences * SIGNALS.length);
+  const scores = new Float64Array(occurrences);
   let candidates = 0;
-  for (let offset = 0; offset < SIGNALS.length; offset++) {
-    const signal = SIGNALS[offset]!;
+  SIGNALS.forEach((signal, offset) => {
     for (const set of sets[signal]) {
       // The weight depends only on the set, so it costs one power per set, not per member.
       const weight = occurrenceWeight(signal, set.length);
@@ -91,14 +91,12 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
           slot = candidates++;
           slots.assign(id, slot);
           ids[slot] = id;
-          scores[slot] = 0;
-          counts.fill(0, slot * SIGNALS.length, (slot + 1) * SIGNALS.length);
         }
         counts[slot * SIGNALS.length + offset]! += 1;
         scores[slot]! += weight;
       }
     }
-  }
+  });
 
   let best = 0;
   for (let slot = 0; slot < candidates; slot++) {
@@ -315,84 +313,54 @@ const ABSENT = -1;
 const EXCLUDED = -2;
 
 /**
- * UserId → candidate slot, by open addressing over typed arrays: a Map here cost a hash-table entry
- * per candidate and was the hottest line of a recommendation. One table serves every call: an entry
- * belongs to the current call only when its stamp is the call's, so nothing is cleared between calls.
+ * UserId → candidate slot, by open addressing over typed arrays sized once per call: a Map here cost
+ * a hash-table entry per candidate and was the hottest line of a recommendation.
  */
 class SlotTable {
-  private static shared: SlotTable | null = null;
-
   /** Float64, not Int32: any safe-integer UserId (Redis INCR allocates them) is kept exactly. */
   private readonly keys: Float64Array;
+  /** 0 marks an empty entry; a stored value v is kept as v + 3, so EXCLUDED and every slot are non-zero. */
   private readonly values: Int32Array;
-  private readonly stamps: Uint32Array;
-  private stamp = 0;
-  private shift = 0;
-  private mask = 0;
+  private readonly shift: number;
+  private readonly mask: number;
 
-  private constructor(capacity: number) {
-    this.keys = new Float64Array(capacity);
-    this.values = new Int32Array(capacity);
-    this.stamps = new Uint32Array(capacity);
-  }
-
-  /** The table, emptied, for a call of up to `entries` entries. */
-  static forEntries(entries: number): SlotTable {
+  constructor(entries: number) {
     // Load factor at most ½, so probes stay short.
     const bits = Math.max(4, Math.ceil(Math.log2(entries * 2 + 1)));
-    let table = SlotTable.shared;
-    if (table === null || table.keys.length < 1 << bits) table = SlotTable.shared = new SlotTable(1 << bits);
-    table.stamp = table.stamp === 0xffffffff ? table.restart() : table.stamp + 1;
-    table.shift = 32 - bits;
-    table.mask = (1 << bits) - 1;
-    return table;
+    this.keys = new Float64Array(1 << bits);
+    this.values = new Int32Array(1 << bits);
+    this.shift = 32 - bits;
+    this.mask = (1 << bits) - 1;
   }
 
   /** The id's slot, ABSENT or EXCLUDED. */
   slotOf(id: UserId): number {
     for (let at = this.home(id); ; at = (at + 1) & this.mask) {
-      if (this.stamps[at] !== this.stamp) return ABSENT;
-      if (this.keys[at] === id) return this.values[at]!;
+      const value = this.values[at]!;
+      if (value === 0) return ABSENT;
+      if (this.keys[at] === id) return value - 3;
     }
   }
 
   assign(id: UserId, slot: number): void {
-    this.put(id, slot);
+    this.put(id, slot + 3);
   }
 
   exclude(id: UserId): void {
-    this.put(id, EXCLUDED);
+    this.put(id, EXCLUDED + 3);
   }
 
   private put(id: UserId, value: number): void {
     let at = this.home(id);
-    while (this.stamps[at] === this.stamp && this.keys[at] !== id) at = (at + 1) & this.mask;
-    this.stamps[at] = this.stamp;
+    while (this.values[at] !== 0 && this.keys[at] !== id) at = (at + 1) & this.mask;
     this.keys[at] = id;
     this.values[at] = value;
-  }
-
-  /** Once in 2^32 calls the stamps wrap: cleared, so no stale entry can match. */
-  private restart(): number {
-    this.stamps.fill(0);
-    return 1;
   }
 
   /** Fibonacci hashing: sequential ids spread over the whole table. */
   private home(id: UserId): number {
     return Math.imul(id, 0x9e3779b1) >>> this.shift;
   }
-}
-
-/** The tally's per-candidate arrays, kept from call to call and grown as needed; never cleared. */
-let scratch = { ids: new Float64Array(0), counts: new Int32Array(0), scores: new Float64Array(0) };
-
-function tallyScratch(candidates: number): typeof scratch {
-  if (scratch.ids.length < candidates) {
-    const size = Math.max(candidates, scratch.ids.length * 2);
-    scratch = { ids: new Float64Array(size), counts: new Int32Array(size * SIGNALS.length), scores: new Float64Array(size) };
-  }
-  return scratch;
 }
 
 const PHRASES: Readonly<Record<Signal, [singular: string, plural: string]>> = {
