@@ -179,10 +179,20 @@ export function kthLargest(values: Float64Array, k: number): number {
 /** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
 const RANKED_WORDS = 3 + SIGNALS.length;
 
-/** Snapshot layouts (Ranking.snapshot): 18 bytes a candidate, or the packed words. */
+/** Snapshot layouts (Ranking.snapshot), named by the first byte of a 4-byte header: 18 bytes a candidate in columns, or the packed words. */
 const NARROW = 1;
 const WIDE = 2;
+const SNAPSHOT_HEADER = 4;
 const NARROW_BYTES = 8 + 2 * SIGNALS.length;
+
+/** The columns of a narrow snapshot of `length` candidates in `buffer`: ids, scores, counts. */
+function narrowColumns(buffer: ArrayBuffer, length: number): [Uint32Array, Uint32Array, Uint16Array] {
+  return [
+    new Uint32Array(buffer, SNAPSHOT_HEADER, length),
+    new Uint32Array(buffer, SNAPSHOT_HEADER + 4 * length, length),
+    new Uint16Array(buffer, SNAPSHOT_HEADER + 8 * length, length * SIGNALS.length),
+  ];
+}
 
 /**
  * Contenders best first, packed: by descending score, and within a score by ascending id. The order
@@ -195,23 +205,22 @@ export class Ranking {
 
   /** The ranking a snapshot holds (Ranking.snapshot); null when the bytes cannot be one. */
   static fromSnapshot(bytes: Uint8Array): Ranking | null {
-    const layout = bytes[0];
-    const body = bytes.subarray(1);
-    if (layout === WIDE) {
-      if (body.length % (RANKED_WORDS * 4) !== 0) return null;
-      // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
-      return new Ranking(new Uint32Array(new Uint8Array(body).buffer));
+    if (bytes.length < SNAPSHOT_HEADER) return null;
+    // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
+    const buffer = new Uint8Array(bytes).buffer;
+    const body = bytes.length - SNAPSHOT_HEADER;
+    if (bytes[0] === WIDE) {
+      return body % (RANKED_WORDS * 4) === 0 ? new Ranking(new Uint32Array(buffer, SNAPSHOT_HEADER)) : null;
     }
-    if (layout !== NARROW || body.length % NARROW_BYTES !== 0) return null;
-    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-    const length = body.length / NARROW_BYTES;
+    if (bytes[0] !== NARROW || body % NARROW_BYTES !== 0) return null;
+    const length = body / NARROW_BYTES;
+    const [ids, scores, counts] = narrowColumns(buffer, length);
     const words = new Uint32Array(length * RANKED_WORDS);
     for (let position = 0; position < length; position++) {
-      const from = position * NARROW_BYTES;
       const at = position * RANKED_WORDS;
-      words[at + 1] = view.getUint32(from, true);
-      words[at + 2] = view.getUint32(from + 4, true);
-      for (let s = 0; s < SIGNALS.length; s++) words[at + 3 + s] = view.getUint16(from + 8 + 2 * s, true);
+      words[at + 1] = ids[position]!;
+      words[at + 2] = scores[position]!;
+      for (let s = 0; s < SIGNALS.length; s++) words[at + 3 + s] = counts[position * SIGNALS.length + s]!;
     }
     return new Ranking(words);
   }
@@ -222,26 +231,29 @@ export class Ranking {
   }
 
   /**
-   * The ranking as a snapshot stores it: 18 bytes a candidate (id, score, a 16-bit count per signal)
-   * when every id and count fits, which they do unless ids pass 2^32 or bounds are lifted far; else
-   * the packed words. A leading byte says which.
+   * The ranking as a snapshot stores it: 18 bytes a candidate (id, score, a 16-bit count per signal,
+   * in columns) when every id and count fits, which they do unless ids pass 2^32 or bounds are
+   * lifted far; else the packed words. A header says which.
    */
   snapshot(): Buffer {
+    const words = this.words;
     let narrow = true;
-    for (let at = 0; at < this.words.length && narrow; at += RANKED_WORDS) {
-      if (this.words[at] !== 0) narrow = false;
-      for (let s = 0; s < SIGNALS.length; s++) if (this.words[at + 3 + s]! > 0xffff) narrow = false;
+    for (let at = 0; at < words.length && narrow; at += RANKED_WORDS) {
+      if (words[at] !== 0) narrow = false;
+      for (let s = 0; s < SIGNALS.length; s++) if (words[at + 3 + s]! > 0xffff) narrow = false;
     }
-    if (!narrow) return Buffer.concat([Buffer.of(WIDE), this.bytes]);
-    const out = Buffer.allocUnsafe(1 + this.length * NARROW_BYTES);
-    out[0] = NARROW;
-    for (let position = 0, to = 1; position < this.length; position++, to += NARROW_BYTES) {
+    if (!narrow) return Buffer.concat([Buffer.of(WIDE, 0, 0, 0), this.bytes]);
+    const length = this.length;
+    const buffer = new ArrayBuffer(SNAPSHOT_HEADER + length * NARROW_BYTES);
+    new Uint8Array(buffer)[0] = NARROW;
+    const [ids, scores, counts] = narrowColumns(buffer, length);
+    for (let position = 0; position < length; position++) {
       const at = position * RANKED_WORDS;
-      out.writeUInt32LE(this.words[at + 1]!, to);
-      out.writeUInt32LE(this.words[at + 2]!, to + 4);
-      for (let s = 0; s < SIGNALS.length; s++) out.writeUInt16LE(this.words[at + 3 + s]!, to + 8 + 2 * s);
+      ids[position] = words[at + 1]!;
+      scores[position] = words[at + 2]!;
+      for (let s = 0; s < SIGNALS.length; s++) counts[position * SIGNALS.length + s] = words[at + 3 + s]!;
     }
-    return out;
+    return Buffer.from(buffer);
   }
 
   /** The ranking of the given positions only, in the order given. */

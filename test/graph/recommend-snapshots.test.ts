@@ -116,9 +116,9 @@ describe.each(Object.keys(engines))("recommendation snapshots (%s)", (name) => {
     const snapshots = await engine.snapshots();
     if (snapshots === null) return;
     expect(snapshots.size).toBe(1);
-    // A layout byte and 18 bytes for each of the 5 candidates served, not for all 31 tied ones.
+    // A 4-byte header and 18 bytes for each of the 5 candidates served, not for all 31 tied ones.
     const [value] = [...snapshots.values()];
-    expect(Buffer.from(value!, "base64").length).toBe(1 + 5 * 18);
+    expect(Buffer.from(value!, "base64").length).toBe(4 + 5 * 18);
   });
 });
 
