@@ -264,7 +264,9 @@ export class GraphQueries {
   }
 
   private async loadSnapshot(id: UserId, fingerprint: string): Promise<Ranking> {
-    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint));
+    // Read back, a snapshot lives its whole time again: the cursor this page gives out is valid as
+    // long as the first one was, however long the chain has been paged.
+    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint), { ttlSeconds: this.limits.snapshotTtlSeconds, owner: id });
     if (stored !== null) {
       const ranking = Ranking.fromSnapshot(Buffer.from(stored, "base64"));
       if (ranking === null) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
@@ -281,9 +283,9 @@ export class GraphQueries {
   private async rankRecommendations(id: UserId): Promise<Ranking> {
     const { store, limits } = this;
     const [friends, following, followers, contracts, nfts] = await Promise.all([
-      store.userSet("friends", id),
-      store.userSet("following", id),
-      store.userSet("followers", id),
+      this.ownSet("friends", id),
+      this.ownSet("following", id),
+      this.ownSet("followers", id),
       store.userAssets("contracts", id),
       store.userAssets("nfts", id),
     ]);
@@ -299,6 +301,16 @@ export class GraphQueries {
       { mutualFriends, sharedFollowings, sharedFollowers, sharedContracts, sharedNfts },
       limits.maxResults,
     );
+  }
+
+  /**
+   * One of the user's own sets, read as neighbour sets are: the cache layer keeps those, and a
+   * user's set is often some neighbour's, read by an earlier recommendation. Past OWN_SET_BOUND it
+   * is listed in pages instead, so that no single reply is unbounded.
+   */
+  private async ownSet(kind: UserSetKind, id: UserId): Promise<readonly UserId[]> {
+    const [members] = await this.store.userSetsBounded(kind, [id], OWN_SET_BOUND);
+    return members ?? this.store.userSet(kind, id);
   }
 
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
@@ -360,18 +372,26 @@ export class GraphQueries {
  * long as the running total stays within the member budget.
  */
 function withinBudget<T extends string | number>(items: readonly T[], sizes: readonly number[], maxSet: number, budget: number): T[] {
-  const order = items
-    .map((_, i) => i)
-    .sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
   const chosen: T[] = [];
   let total = 0;
-  for (const i of order) {
-    const size = sizes[i]!;
-    if (size === 0 || size > maxSet) continue;
-    if (total + size > budget) break;
+  const take = (item: T, size: number) => {
+    if (total + size > budget) return false;
     total += size;
-    chosen.push(items[i]!);
+    chosen.push(item);
+    return true;
+  };
+  const expandable: number[] = [];
+  for (let i = 0; i < items.length; i++) if (sizes[i]! > 0 && sizes[i]! <= maxSet) expandable.push(i);
+  // UserIds below 2^32 with sets below 2^21 sort as one packed number each (size, then id),
+  // natively: a comparator over a hub's thousands of neighbours cost more than the rest of the choice.
+  if (maxSet < 2 ** 21 && expandable.every((i) => typeof items[i] === "number" && (items[i] as number) < 2 ** 32)) {
+    const keys = Float64Array.from(expandable, (i) => sizes[i]! * 2 ** 32 + (items[i] as number));
+    keys.sort();
+    for (const key of keys) if (!take((key % 2 ** 32) as T, Math.floor(key / 2 ** 32))) break;
+    return chosen;
   }
+  expandable.sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
+  for (const i of expandable) if (!take(items[i]!, sizes[i]!)) break;
   return chosen;
 }
 
@@ -441,6 +461,9 @@ function firstScoreAtMost(ranking: Ranking, score: number, end: number): number 
   }
   return low;
 }
+
+/** Own sets up to this size are read whole, through the cache layer (GraphQueries.ownSet). */
+const OWN_SET_BOUND = 100_000;
 
 /** Snapshots are rankings in base64 (Ranking.snapshot); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {

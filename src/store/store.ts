@@ -200,8 +200,17 @@ export interface PagingStateStore {
    * PagingStateFullError. Storing a key again only renews it, and never counts twice.
    */
   putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits): Promise<void>;
-  /** The value, or null when it never existed or has expired. */
-  getPagingState(key: string): Promise<string | null>;
+  /**
+   * The value, or null when it never existed or has expired. With `renew`, a state found lives
+   * `ttlSeconds` from now, as long as a state just put (what it counts toward its limits included).
+   */
+  getPagingState(key: string, renew?: PagingStateRenewal): Promise<string | null>;
+}
+
+/** How getPagingState renews the state it finds: its time, and its owner (as put). */
+export interface PagingStateRenewal {
+  ttlSeconds: number;
+  owner?: UserId;
 }
 
 /** What the server instances on one store share besides the graph: secrets and counters. */

@@ -122,6 +122,30 @@ describe.each(Object.keys(engines))("recommendation snapshots (%s)", (name) => {
   });
 });
 
+describe.each(Object.keys(engines))("recommendation snapshot time (%s)", (name) => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await engines[name]!();
+  });
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  it("renews a chain's snapshot on every page: a cursor given out late in a chain is valid as long as the first", async () => {
+    // Snapshots of 2 s stand for the contract's 10 minutes.
+    const { queries, idOf, rest } = await setUp(engine, { snapshotTtlSeconds: 2 });
+    const a = await idOf("a");
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const second = await queries.recommendations(a, { limit: 1, cursor: first.cursor });
+    // The ranking changes, so that only the snapshot can serve the rest of the chain.
+    await ingestRecords(engine.store, [userRecord("a0"), friend("m", "a0")]);
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect([...first.items, ...second.items].map((item) => item.user.relationId)).toEqual(["b00", "b01"]);
+    expect(await rest(a, second.cursor)).toEqual(["b02", "b03", "b04"]);
+  });
+});
+
 describe.each(Object.keys(engines))("recommendation snapshot limits (%s)", (name) => {
   let engine: Engine;
   beforeAll(async () => {

@@ -666,6 +666,19 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
       });
     });
 
+    describe("paging state renewal", () => {
+      it("gives a state read with renew its whole time again, and its owner's index with it", async () => {
+        await store.putPagingState("renewed", "kept", 2, 71 as UserId);
+        await store.putPagingState("not-renewed", "gone", 2, 71 as UserId);
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        expect(await store.getPagingState("renewed", { ttlSeconds: 3, owner: 71 as UserId })).toBe("kept");
+        expect(await store.getPagingState("missing", { ttlSeconds: 3 })).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 1300));
+        expect(await store.getPagingState("renewed")).toBe("kept");
+        expect(await store.getPagingState("not-renewed")).toBeNull();
+      });
+    });
+
     describe("paging state limits", () => {
       const limits = { perOwner: 2, total: 3 };
       const full = (limit: "perOwner" | "total") => expect.objectContaining({ name: "PagingStateFullError", limit });

@@ -262,7 +262,7 @@ export function createCachedStore(
     listApiKeys: () => engine.listApiKeys(),
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
     putPagingState: (key, value, ttlSeconds, owner, limits) => engine.putPagingState(key, value, ttlSeconds, owner, limits),
-    getPagingState: (key) => engine.getPagingState(key),
+    getPagingState: (key, renew) => engine.getPagingState(key, renew),
     sharedSecret: (name) => engine.sharedSecret(name),
     cacheStats(): CacheStats {
       const sizes = { users: userCache.size, relationIds: relationIdCache.size, setSizes: setSizeCache.size, setMembers: setMemberCache.size, intersections: intersectionCache.size };

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import { PagingStateFullError, type ApiKeyRecord, type ChangedPart, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type UserInput, type WriteOptions } from "../store.js";
+import { PagingStateFullError, type ApiKeyRecord, type ChangedPart, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type UserInput, type WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 
 /**
@@ -375,13 +375,14 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
         keys.add(key);
       }
     },
-    async getPagingState(key: string) {
+    async getPagingState(key: string, renew?: PagingStateRenewal) {
       const entry = pagingState.get(key);
       if (!entry) return null;
       if (entry.expiresAt <= Date.now()) {
         pagingState.delete(key);
         return null;
       }
+      if (renew) entry.expiresAt = Date.now() + renew.ttlSeconds * 1000;
       return entry.value;
     },
 

@@ -1,9 +1,9 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomBytes } from "node:crypto";
-import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type WriteOptions } from "../store.js";
-import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
+import { createHash, randomBytes } from "node:crypto";
+import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type WriteOptions } from "../store.js";
+import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions, type Reply } from "./connection.js";
 import {
   API_KEY_IDS,
   apiKeyKey,
@@ -233,10 +233,10 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
       const none = Promise.resolve<[number, number]>([0, 0]);
       const stored = redis.send(state, ["SET", state, value, "EX", ttl]);
       const ownerIndex =
-        index === null ? none : redis.send<[number, number]>(index, ["EVAL", ADD_TO_OWNER_INDEX, "1", index, state, ttl]);
+        index === null ? none : runScript<[number, number]>(redis, ADD_TO_OWNER_INDEX, index, [state, ttl]);
       const everyState = !limits
         ? none
-        : redis.send<[number, number]>(PAGING_STATES, ["EVAL", ADD_TO_ALL_STATES, "1", PAGING_STATES, state, String(now + ttlSeconds * 1000), String(now)]);
+        : runScript<[number, number]>(redis, ADD_TO_ALL_STATES, PAGING_STATES, [state, String(now + ttlSeconds * 1000), String(now)]);
       // Awaited together, so that no failed command's rejection goes unhandled.
       const [, [added, owned], [addedAll, all]] = await Promise.all([stored, ownerIndex, everyState]);
       if (!limits) return;
@@ -264,8 +264,19 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
         if (liveTtls.length >= limits.perOwner) await refuse("perOwner", Math.min(...liveTtls));
       }
     },
-    getPagingState(key: string) {
-      return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
+    async getPagingState(key: string, renew?: PagingStateRenewal) {
+      const state = pagingStateKey(key);
+      if (!renew) return redis.send<string | null>(state, ["GET", state]);
+      const ttl = String(renew.ttlSeconds);
+      const index = renew.owner === undefined ? null : pagingStateOwnerKey(renew.owner);
+      // One round trip: the state's new time, its owner's index (which outlives every state it
+      // lists), and its expiry in the count of all states, if it is counted there (XX).
+      const [value] = await Promise.all([
+        redis.send<string | null>(state, ["GETEX", state, "EX", ttl]),
+        index === null ? null : redis.send(index, ["EXPIRE", index, ttl]),
+        redis.send(PAGING_STATES, ["ZADD", PAGING_STATES, "XX", "GT", String(Date.now() + renew.ttlSeconds * 1000), state]),
+      ]);
+      return value;
     },
 
     async sharedSecret(name: string) {
@@ -280,23 +291,46 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
   };
 }
 
+/** A Lua script and its SHA-1, by which Redis knows it once loaded. */
+interface Script {
+  source: string;
+  sha: string;
+}
+
+function script(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+/**
+ * Runs a script over one key by its SHA-1, sending the source only to a server that does not know
+ * it yet (NOSCRIPT): what EVALSHA saves is the source on every call, and hashing it on the server.
+ */
+async function runScript<T extends Reply>(redis: RedisConnection, { source, sha }: Script, key: string, args: string[]): Promise<T> {
+  try {
+    return await redis.send<T>(key, ["EVALSHA", sha, "1", key, ...args]);
+  } catch (error) {
+    if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+    return redis.send<T>(key, ["EVAL", source, "1", key, ...args]);
+  }
+}
+
 /**
  * Adds a paging state (ARGV[1]) to its owner's index (KEYS[1]), which lives as long as its newest
  * state (ARGV[2] seconds): whether it was new, and how many the index lists. One command instead of three.
  */
-const ADD_TO_OWNER_INDEX = `
+const ADD_TO_OWNER_INDEX = script(`
 local added = redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-return {added, redis.call('SCARD', KEYS[1])}`;
+return {added, redis.call('SCARD', KEYS[1])}`);
 
 /**
  * Adds a paging state (ARGV[1]) expiring at ARGV[2] (ms) to PAGING_STATES (KEYS[1]), forgetting
  * those expired by ARGV[3]: whether it was new, and how many are live.
  */
-const ADD_TO_ALL_STATES = `
+const ADD_TO_ALL_STATES = script(`
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
 local added = redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-return {added, redis.call('ZCARD', KEYS[1])}`;
+return {added, redis.call('ZCARD', KEYS[1])}`);
 
 function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);
