@@ -166,7 +166,7 @@ describe.each(Object.keys(engines))("recommendation snapshot limits (%s)", (name
     const refused = queries.recommendations(a, { limit: 2, cursor: "" });
     await expect(refused).rejects.toBeInstanceOf(RateLimitedError);
     await expect(refused).rejects.toThrow(/too many recommendation cursor chains are open for this user; retry in \d+ s/);
-    expect((await refused.catch((error: RateLimitedError) => error)).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(((await refused.catch((error: unknown) => error)) as RateLimitedError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
     const whole = await queries.recommendations(a, { limit: 10, cursor: "" });
     expect(whole.items.map((item) => item.user.relationId)).toEqual(["a0", "b00", "b01", "b02", "b03"]);
     // Both cursors of the first ranking still page it, as it was.
