@@ -79,7 +79,7 @@ const engines: Record<string, () => Promise<Engine>> = {
 
 async function setUp(engine: Engine, limits: Partial<RecommendationLimits> = {}) {
   await ingestRecords(engine.store, records);
-  const queries = new GraphQueries(engine.store, createCursorCodec("test-secret"), { ...LIMITS, ...limits });
+  const queries = new GraphQueries(engine.store, createCursorCodec(Buffer.alloc(32, 7)), { ...LIMITS, ...limits });
   const idOf = async (name: string) => (await queries.resolveUsers([{ kind: "address", value: addressOf(name) }]))[0]!;
   const rest = async (id: number, cursor: string, limit = 2) => {
     const names: string[] = [];
