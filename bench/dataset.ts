@@ -78,6 +78,8 @@ export interface Dataset {
   contractPairs: AddressPair[];
   /** Median-band users for Multi-dimensional recommendation. */
   recommendUsers: BenchUser[];
+  /** The hub band, for Multi-dimensional recommendation of users whose own degree is highest. */
+  hubUsers: BenchUser[];
   wallets: WalletUser[];
 }
 
@@ -210,6 +212,7 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
     pairs,
     contractPairs: contractPairs(contractsOf, k, rng),
     recommendUsers: sample(medianBand, options.recommendUsers, rng).map(userOf),
+    hubUsers: hubBand.map(userOf),
     wallets: wallets.map(({ index, wallet }) => ({ ...userOf(index), wallet })),
   };
 }

@@ -97,16 +97,24 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
       };
     }
     case "rec":
-    case "rec-again": {
+    case "rec-again":
+    case "rec-hub": {
       // "rec" asks as many different users as a run makes calls, as a service asked by many people is;
       // "rec-again" asks the same few again and again (pages re-read, feeds refreshed): what relgraph
-      // keeps until the data changes then serves most of each call. Both start every path from empty
-      // caches (coldStart), then warm them for the warm-up's few seconds.
-      const all = dataset.recommendUsers;
-      const users = id === "rec" ? all : all.slice(0, REPEATED_RECOMMEND_USERS);
+      // keeps until the data changes then serves most of each call. "rec-hub" asks the best-connected
+      // users, whose first hop RECOMMEND_FIRST_HOP_CAP bounds. Each starts every path from empty
+      // caches (coldStart), then warms them for the warm-up's few seconds.
+      const all = id === "rec-hub" ? dataset.hubUsers : dataset.recommendUsers;
+      const users = id === "rec-again" ? all.slice(0, REPEATED_RECOMMEND_USERS) : all;
+      const band = id === "rec-hub" ? dataset.bands.hub : dataset.bands.median;
+      const titles = {
+        rec: "Multi-dimensional recommendation, median user",
+        "rec-again": "Multi-dimensional recommendation, the same median users again",
+        "rec-hub": "Multi-dimensional recommendation, hub user",
+      };
       return {
         id,
-        title: id === "rec" ? "Multi-dimensional recommendation, median user" : "Multi-dimensional recommendation, the same median users again",
+        title: titles[id],
         vias: RELGRAPH_VIAS,
         paths: users.map((u) => `/api/v1/multi-dimensional-recommendation?address=${u.address}&limit=${PAGE_SIZE}`),
         rpc: { name: "multiDimensionalRecommendation", requests: users.map((u) => ({ address: u.address, limit: PAGE_SIZE })) },
@@ -114,7 +122,7 @@ export function planOp(id: OpId, { dataset, userIds, authorizations }: OpContext
         expected: null,
         concurrency: null,
         coldStart: true,
-        sample: `${users.length} median-band users (degree ${dataset.bands.median.minDegree}–${dataset.bands.median.maxDegree}), first page${id === "rec" ? "" : ", each asked again and again"}`,
+        sample: `${users.length} ${id === "rec-hub" ? "hub" : "median"}-band users (degree ${band.minDegree}–${band.maxDegree}), first page${id === "rec-again" ? ", each asked again and again" : ""}`,
       };
     }
     case "profile":

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 /** The measured operations: mutual friend by degree band, then one each of the others. */
-export const OPS = ["mf-mm", "mf-pp", "mf-mh", "mf-hh", "mci", "rec", "rec-again", "profile", "rgraph"] as const;
+export const OPS = ["mf-mm", "mf-pp", "mf-mh", "mf-hh", "mci", "rec", "rec-again", "rec-hub", "profile", "rgraph"] as const;
 /** One measured operation. */
 export type OpId = (typeof OPS)[number];
 

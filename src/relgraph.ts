@@ -9,7 +9,7 @@ import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encrypt
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
-import { GraphQueries } from "./graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries } from "./graph/queries.js";
 import { createRelationService } from "./rpc/relation-service.js";
 import { createMetrics, registerCacheMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";
@@ -69,7 +69,12 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
   notices.push(encryption.notice);
   // Every instance on one store must open the others' cursors: without CURSOR_KEY they share the
   // store's own key, which is created once in it.
-  const queries = new GraphQueries(store, createCursorCodec(config.cursorKey ?? (await store.sharedSecret(CURSOR_KEY_NAME))));
+  const queries = new GraphQueries(store, createCursorCodec(config.cursorKey ?? (await store.sharedSecret(CURSOR_KEY_NAME))), {
+    ...DEFAULT_RECOMMENDATION_LIMITS,
+    firstHopCap: config.recommendFirstHopCap,
+    snapshotsPerUser: config.recommendSnapshotsPerUser,
+    snapshotLimit: config.recommendSnapshotLimit,
+  });
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });
   const server = await createServer(
     {

@@ -1,4 +1,5 @@
 import { parseCursorKey } from "../domain/cursor.js";
+import { DEFAULT_RECOMMENDATION_LIMITS } from "../graph/queries.js";
 import { redactUrl } from "./redact.js";
 
 /**
@@ -62,6 +63,12 @@ export interface Config {
   maxConcurrentStreams: number;
   /** MAX_REQUEST_BYTES: largest request body, before and after decompression; the largest legal request is a few KB. */
   maxRequestBytes: number;
+  /** RECOMMEND_FIRST_HOP_CAP: neighbours (or assets) of the queried user a recommendation considers per signal; a hub user's are sampled down to it. */
+  recommendFirstHopCap: number;
+  /** RECOMMEND_SNAPSHOTS_PER_USER: recommendation cursor chains (snapshots) one user may have open at once; a new one past it is refused with 10110. */
+  recommendSnapshotsPerUser: number;
+  /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most 24 KB); a new chain past it is refused with 10110. */
+  recommendSnapshotLimit: number;
 }
 
 /** Fields whose values must never be logged. */
@@ -110,6 +117,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     idleTimeoutMs: integer(env, "HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
     maxConcurrentStreams: integer(env, "HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
     maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+    recommendFirstHopCap: integer(env, "RECOMMEND_FIRST_HOP_CAP", DEFAULT_RECOMMENDATION_LIMITS.firstHopCap, 1, 1_000_000),
+    recommendSnapshotsPerUser: integer(env, "RECOMMEND_SNAPSHOTS_PER_USER", DEFAULT_RECOMMENDATION_LIMITS.snapshotsPerUser, 1, 1_000_000),
+    recommendSnapshotLimit: integer(env, "RECOMMEND_SNAPSHOT_LIMIT", DEFAULT_RECOMMENDATION_LIMITS.snapshotLimit, 1, 1_000_000_000),
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {

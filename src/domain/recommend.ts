@@ -152,7 +152,7 @@ const MAX_KEYED_SLOT = 2 ** 22 - 1;
  * The k-th largest of `values` (1-based), by quickselect: linear on average, and it reorders
  * `values`, which is a scratch copy.
  */
-function kthLargest(values: Float64Array, k: number): number {
+export function kthLargest(values: Float64Array, k: number): number {
   let low = 0;
   let high = values.length - 1;
   const target = k - 1;
@@ -179,6 +179,21 @@ function kthLargest(values: Float64Array, k: number): number {
 /** Uint32 words per ranked candidate: the id (high and low word, so any safe integer), the score, one count per signal. */
 const RANKED_WORDS = 3 + SIGNALS.length;
 
+/** Snapshot layouts (Ranking.snapshot), named by the first byte of a 4-byte header: 18 bytes a candidate in columns, or the packed words. */
+const NARROW = 1;
+const WIDE = 2;
+const SNAPSHOT_HEADER = 4;
+const NARROW_BYTES = 8 + 2 * SIGNALS.length;
+
+/** The columns of a narrow snapshot of `length` candidates in `buffer`: ids, scores, counts. */
+function narrowColumns(buffer: ArrayBuffer, length: number): [Uint32Array, Uint32Array, Uint16Array] {
+  return [
+    new Uint32Array(buffer, SNAPSHOT_HEADER, length),
+    new Uint32Array(buffer, SNAPSHOT_HEADER + 4 * length, length),
+    new Uint16Array(buffer, SNAPSHOT_HEADER + 8 * length, length * SIGNALS.length),
+  ];
+}
+
 /**
  * Contenders best first, packed: by descending score, and within a score by ascending id. The order
  * served breaks score ties by relationId instead, but a page only needs the runs of equal score it
@@ -188,15 +203,64 @@ const RANKED_WORDS = 3 + SIGNALS.length;
 export class Ranking {
   constructor(private readonly words: Uint32Array) {}
 
-  /** The ranking packed by `bytes`; null when they cannot be one. */
-  static fromBytes(bytes: Uint8Array): Ranking | null {
-    if (bytes.length % (RANKED_WORDS * 4) !== 0) return null;
+  /** The ranking a snapshot holds (Ranking.snapshot); null when the bytes cannot be one. */
+  static fromSnapshot(bytes: Uint8Array): Ranking | null {
+    if (bytes.length < SNAPSHOT_HEADER) return null;
     // Copied into an aligned buffer: bytes decoded from base64 may start at any offset.
-    return new Ranking(new Uint32Array(new Uint8Array(bytes).buffer));
+    const buffer = new Uint8Array(bytes).buffer;
+    const body = bytes.length - SNAPSHOT_HEADER;
+    if (bytes[0] === WIDE) {
+      return body % (RANKED_WORDS * 4) === 0 ? new Ranking(new Uint32Array(buffer, SNAPSHOT_HEADER)) : null;
+    }
+    if (bytes[0] !== NARROW || body % NARROW_BYTES !== 0) return null;
+    const length = body / NARROW_BYTES;
+    const [ids, scores, counts] = narrowColumns(buffer, length);
+    const words = new Uint32Array(length * RANKED_WORDS);
+    for (let position = 0; position < length; position++) {
+      const at = position * RANKED_WORDS;
+      words[at + 1] = ids[position]!;
+      words[at + 2] = scores[position]!;
+      for (let s = 0; s < SIGNALS.length; s++) words[at + 3 + s] = counts[position * SIGNALS.length + s]!;
+    }
+    return new Ranking(words);
   }
 
+  /** The packed words: what a fingerprint hashes. */
   get bytes(): Buffer {
     return Buffer.from(this.words.buffer, this.words.byteOffset, this.words.byteLength);
+  }
+
+  /**
+   * The ranking as a snapshot stores it: 18 bytes a candidate (id, score, a 16-bit count per signal,
+   * in columns) when every id and count fits, which they do unless ids pass 2^32 or bounds are
+   * lifted far; else the packed words. A header says which.
+   */
+  snapshot(): Buffer {
+    const words = this.words;
+    let narrow = true;
+    for (let at = 0; at < words.length && narrow; at += RANKED_WORDS) {
+      if (words[at] !== 0) narrow = false;
+      for (let s = 0; s < SIGNALS.length; s++) if (words[at + 3 + s]! > 0xffff) narrow = false;
+    }
+    if (!narrow) return Buffer.concat([Buffer.of(WIDE, 0, 0, 0), this.bytes]);
+    const length = this.length;
+    const buffer = new ArrayBuffer(SNAPSHOT_HEADER + length * NARROW_BYTES);
+    new Uint8Array(buffer)[0] = NARROW;
+    const [ids, scores, counts] = narrowColumns(buffer, length);
+    for (let position = 0; position < length; position++) {
+      const at = position * RANKED_WORDS;
+      ids[position] = words[at + 1]!;
+      scores[position] = words[at + 2]!;
+      for (let s = 0; s < SIGNALS.length; s++) counts[position * SIGNALS.length + s] = words[at + 3 + s]!;
+    }
+    return Buffer.from(buffer);
+  }
+
+  /** The ranking of the given positions only, in the order given. */
+  select(positions: readonly number[]): Ranking {
+    const words = new Uint32Array(positions.length * RANKED_WORDS);
+    positions.forEach((position, i) => words.set(this.words.subarray(position * RANKED_WORDS, (position + 1) * RANKED_WORDS), i * RANKED_WORDS));
+    return new Ranking(words);
   }
 
   get length(): number {

@@ -38,6 +38,8 @@ Options:
   --validation     evaluate on a validation split: each seed's test edges are removed unseen and
                    the hidden edges drawn from the rest (for choosing weights)
   --tune B,B,...   also rank by the sum of degree^-B over common neighbours, one row per B
+  --first-hop-cap N  serve with this first-hop cap instead of the default (RECOMMEND_FIRST_HOP_CAP),
+                   to measure what a cap costs against the row without one
   -h, --help       show this help
 `;
 
@@ -78,6 +80,7 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
         json: { type: "string" },
         validation: { type: "boolean" },
         tune: { type: "string" },
+        "first-hop-cap": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -100,6 +103,10 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
   if (!Number.isInteger(k) || k < 1 || k > 500) return usage(io, LINKPRED_HELP, "--k must be an integer from 1 to 500");
   if (!Number.isInteger(maxUsers) || maxUsers < 0) return usage(io, LINKPRED_HELP, "--users must be a non-negative integer");
   if (!Number.isInteger(resamples) || resamples < 0) return usage(io, LINKPRED_HELP, "--bootstrap must be a non-negative integer");
+  const firstHopCap = values["first-hop-cap"] === undefined ? undefined : Number(values["first-hop-cap"]);
+  if (firstHopCap !== undefined && !(Number.isInteger(firstHopCap) && firstHopCap >= 1)) {
+    return usage(io, LINKPRED_HELP, "--first-hop-cap must be a positive integer");
+  }
 
   let report: LinkPredReport;
   try {
@@ -113,6 +120,7 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
       resamples,
       validation: values.validation ?? false,
       tuneExponents: values.tune?.split(",").map(Number) ?? [],
+      firstHopCap,
       onProgress: ({ seed, done, total, perSecond }) =>
         io.stderr.write(`seed ${seed}/${seeds}: ${done}/${total} users, ${perSecond.toFixed(0)} users/s\n`),
     });
@@ -144,6 +152,7 @@ export function formatReport(report: LinkPredReport): string {
     `Recall@${k}, relgraph / Adamic-Adar: ${interval(report.recallVsAdamicAdar, 2)}`,
     `Recall@${k} kept when hubs are skipped (no member budget / no bounds): ${interval(report.recallKeptByHubSkip, 4)}`,
     `Recall@${k} kept by all bounds as served (relgraph / no bounds): ${interval(report.recallKeptByBounds, 4)}`,
+    `Recall@${k} kept by the first-hop cap of ${report.firstHopCap} (relgraph / no first-hop cap; ${report.usersOverFirstHopCap} of the users evaluated are over it): ${interval(report.recallKeptByFirstHopCap, 4)}`,
     "",
   ];
   return lines.join("\n");

@@ -31,6 +31,8 @@ export interface LinkPredOptions {
    * the edges hidden are drawn from the rest. For choosing weights without looking at test edges.
    */
   validation?: boolean;
+  /** The first-hop cap of the served row, when not the served default (to measure what a cap costs). */
+  firstHopCap?: number;
   /** Also rank by Σ degree^-exponent over common neighbours, one row per exponent (see --tune). */
   tuneExponents?: readonly number[];
   /** Called about once a second while users are evaluated. */
@@ -44,6 +46,7 @@ export interface LinkPredOptions {
 export const RELGRAPH = "relgraph";
 export const RELGRAPH_NO_BUDGET = "relgraph, no member budget";
 export const RELGRAPH_UNBOUNDED = "relgraph, no bounds";
+export const RELGRAPH_NO_FIRST_HOP_CAP = "relgraph, no first-hop cap";
 
 /** What a run measured: a row per method, the 2-hop ceiling, and the two ratios the targets name. */
 export interface LinkPredReport {
@@ -66,6 +69,11 @@ export interface LinkPredReport {
   recallKeptByHubSkip: Estimate;
   /** Recall@k of relgraph as served (hubs skipped, member budget) over relgraph with no bounds, users paired. */
   recallKeptByBounds: Estimate;
+  /** Recall@k of relgraph as served over the same without the first-hop cap, users paired. */
+  recallKeptByFirstHopCap: Estimate;
+  /** The served row's first-hop cap, and how many evaluated users had more neighbours or assets than it in some signal. */
+  firstHopCap: number;
+  usersOverFirstHopCap: number;
   seconds: number;
 }
 
@@ -90,11 +98,14 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
   let pool = options.edges === "friends" ? data.friends : data.follows;
   if (pool.length === 0) throw new LinkPredDataError(`the data has no ${options.edges === "friends" ? "friend" : "follow"} edges to hide`);
   const tuned = (options.tuneExponents ?? []).map((exponent) => ({ exponent, name: `rarity d^-${exponent}` }));
-  const names = [RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, ...BASELINES, ...tuned.map((row) => row.name)];
+  const served: RecommendationLimits = { ...DEFAULT_RECOMMENDATION_LIMITS, firstHopCap: options.firstHopCap ?? DEFAULT_RECOMMENDATION_LIMITS.firstHopCap };
+  const limitsOfRows = [served, { ...served, memberBudget: NO_BUDGET_LIMITS.memberBudget }, UNBOUNDED_LIMITS, { ...served, firstHopCap: Number.MAX_SAFE_INTEGER }];
+  const names = [RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, RELGRAPH_NO_FIRST_HOP_CAP, ...BASELINES, ...tuned.map((row) => row.name)];
   const values = new Map(names.map((name) => [name, METRICS.map(() => [] as number[])]));
   const ceiling: number[] = [];
   let hiddenEdges = 0;
   let users = 0;
+  let usersOverFirstHopCap = 0;
 
   for (let seed = 1; seed <= options.seeds; seed++) {
     const prng = createPrng(`linkpred:${seed}`);
@@ -116,7 +127,7 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
     const training = trainingGraph(data, options.edges, hidden);
     const store = createMemoryStore();
     await ingestRecords(store, trainingRecords(data, options.edges, hidden), { source: "training split" });
-    const services = [DEFAULT_RECOMMENDATION_LIMITS, NO_BUDGET_LIMITS, UNBOUNDED_LIMITS].map((limits) => recommendationService(store, limits));
+    const services = limitsOfRows.map((limits) => recommendationService(store, limits));
 
     // Positives per query user: a friend edge is hidden from both ends, a follow from its follower.
     const positives = new Map<number, Set<number>>();
@@ -152,6 +163,7 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
       let candidates = 0;
       for (let node = 0; node < data.nodes; node++) if (exclusion.marks[node] !== exclusion.stamp) candidates++;
       users++;
+      if (training.firstHopSizes(user).some((size) => size > served.firstHopCap)) usersOverFirstHopCap++;
       const record = (name: string, ranked: readonly number[]) => {
         const scores = scoreRanking(ranked, userPositives, candidates, options.k);
         const rows = values.get(name)!;
@@ -197,6 +209,9 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
     recallVsAdamicAdar: bootstrapRatio(column(RELGRAPH, "recall"), column("Adamic-Adar", "recall"), options.resamples, resample),
     recallKeptByHubSkip: bootstrapRatio(column(RELGRAPH_NO_BUDGET, "recall"), column(RELGRAPH_UNBOUNDED, "recall"), options.resamples, resample),
     recallKeptByBounds: bootstrapRatio(column(RELGRAPH, "recall"), column(RELGRAPH_UNBOUNDED, "recall"), options.resamples, resample),
+    recallKeptByFirstHopCap: bootstrapRatio(column(RELGRAPH, "recall"), column(RELGRAPH_NO_FIRST_HOP_CAP, "recall"), options.resamples, resample),
+    firstHopCap: served.firstHopCap,
+    usersOverFirstHopCap,
     seconds: (performance.now() - started) / 1000,
   };
 }
@@ -209,6 +224,7 @@ const UNBOUNDED_LIMITS: RecommendationLimits = {
   ...NO_BUDGET_LIMITS,
   maxNeighbourSet: Number.MAX_SAFE_INTEGER,
   maxAssetHolders: Number.MAX_SAFE_INTEGER,
+  firstHopCap: Number.MAX_SAFE_INTEGER,
 };
 
 function recommendationService(store: ReturnType<typeof createMemoryStore>, limits: RecommendationLimits): RelationServiceMethods {
@@ -394,6 +410,8 @@ function trainingGraph(data: LoadedGraph, edges: "friends" | "follows", hidden: 
   const b: number[] = [];
   const excludedFrom: number[] = [];
   const excludedTo: number[] = [];
+  // What the service's first hop sees per signal: friends, followings and followers of each node.
+  const firstHop = [new Uint32Array(data.nodes), new Uint32Array(data.nodes), new Uint32Array(data.nodes)] as const;
   const add = (x: number, y: number) => {
     if (x === y) return;
     const key = Math.min(x, y) * data.nodes + Math.max(x, y);
@@ -409,12 +427,16 @@ function trainingGraph(data: LoadedGraph, edges: "friends" | "follows", hidden: 
     add(x, y);
     excludedFrom.push(x, y);
     excludedTo.push(y, x);
+    firstHop[0][x]!++;
+    firstHop[0][y]!++;
   }
   for (let i = 0; i < data.followFrom.length; i++) {
     const x = data.followFrom[i]!;
     const y = data.followTo[i]!;
     if (edges === "follows" && hiddenKeys.has(x * data.nodes + y)) continue;
     add(x, y);
+    firstHop[1][x]!++;
+    firstHop[2][y]!++;
     if (edges === "follows") {
       excludedFrom.push(x);
       excludedTo.push(y);
@@ -431,7 +453,12 @@ function trainingGraph(data: LoadedGraph, edges: "friends" | "follows", hidden: 
   const next = offsets.slice(0, data.nodes);
   const excludedPeers = new Uint32Array(excludedFrom.length);
   excludedFrom.forEach((x, i) => (excludedPeers[next[x]!++] = excludedTo[i]!));
-  return { graph, excluded: (user: number) => excludedPeers.subarray(offsets[user]!, offsets[user + 1]!) };
+  return {
+    graph,
+    excluded: (user: number) => excludedPeers.subarray(offsets[user]!, offsets[user + 1]!),
+    /** The user's friends, followings and followers (records repeated in the data count twice: an upper bound). */
+    firstHopSizes: (user: number) => firstHop.map((sizes) => sizes[user]!),
+  };
 }
 
 function sharesNeighbour(graph: UndirectedGraph, a: number, b: number): boolean {

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { CursorCodec } from "../domain/cursor.js";
-import { InvalidCursorError, UserNotFoundError } from "../domain/errors.js";
+import { InvalidCursorError, RateLimitedError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
-import { describeCandidate, Ranking, tallyContenders } from "../domain/recommend.js";
-import type { GraphStore } from "../store/store.js";
+import { describeCandidate, kthLargest, Ranking, tallyContenders } from "../domain/recommend.js";
+import { PagingStateFullError, type GraphStore } from "../store/store.js";
 
 /** A page request: `limit` is already validated (1..100); an empty cursor is the first page. */
 export interface PageRequest {
@@ -42,8 +42,23 @@ export interface RecommendationLimits {
   maxNeighbourSet: number;
   /** Assets held by more users than this (a DEX router) are never expanded. */
   maxAssetHolders: number;
+  /**
+   * Neighbours (or assets) of the queried user considered per signal at most: a user with more is
+   * answered from a fixed sample of this many (firstHop), so that the sizing and choosing behind
+   * memberBudget cost no more for a hub user than for anyone. The budget then expands the smallest
+   * sets of the sample, which under rarity weighting carry most of the score.
+   */
+  firstHopCap: number;
   /** How long a recommendation snapshot (and so its cursor chain) lives, in seconds. */
   snapshotTtlSeconds: number;
+  /**
+   * Snapshots one user may have at once. A user has more than one only when their ranking changed
+   * between first pages (the same ranking shares one), so this bounds what a hot user, asked again
+   * and again under changes, holds.
+   */
+  snapshotsPerUser: number;
+  /** Snapshots in the whole store at once: with each at most 18 bytes × 2 × maxResults (base64: × 4/3), a bound on their memory. */
+  snapshotLimit: number;
 }
 
 /** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
@@ -52,7 +67,10 @@ export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   memberBudget: 1500,
   maxNeighbourSet: 1000,
   maxAssetHolders: 1000,
+  firstHopCap: 2000,
   snapshotTtlSeconds: 15 * 60,
+  snapshotsPerUser: 16,
+  snapshotLimit: 50_000,
 };
 
 /** Graph queries over a store: the domain operations behind every RPC, free of any protocol. */
@@ -189,11 +207,11 @@ export class GraphQueries {
       // A full page at the end of a run: whatever runs are left are the next page's.
       if (picked.length === page.limit && !more) more = position < served;
     }
-    if (firstPage && more) {
-      // Owned by the user, so that erasing them drops it.
-      await this.store.putPagingState(snapshotKey(id, fingerprint), ranking.bytes.toString("base64"), this.limits.snapshotTtlSeconds, id);
-    }
-    const users = await this.hydrate(picked.map(({ position: at }) => ranking.id(at)));
+    // A snapshot only when a next page can be asked for; stored while the page is read.
+    const [users] = await Promise.all([
+      this.hydrate(picked.map(({ position: at }) => ranking.id(at))),
+      firstPage && more ? this.storeSnapshot(id, fingerprint, ranking, served) : undefined,
+    ]);
     const countsOf = new Map(picked.map(({ position: at }) => [ranking.id(at), ranking.counts(at)]));
     const last = picked.at(-1);
     return {
@@ -202,10 +220,55 @@ export class GraphQueries {
     };
   }
 
+  /**
+   * Stores the chain `ranking` serves as the snapshot its cursors read, owned by the user so that
+   * erasing them drops it. Within the limits on snapshots, or RateLimitedError: every cursor already
+   * given out stays valid, so a refusal falls on a first page, never on a chain under way.
+   */
+  private async storeSnapshot(id: UserId, fingerprint: string, ranking: Ranking, served: number): Promise<void> {
+    const chain = await this.chainOf(ranking, served);
+    const { snapshotTtlSeconds, snapshotsPerUser, snapshotLimit } = this.limits;
+    try {
+      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, id, {
+        perOwner: snapshotsPerUser,
+        total: snapshotLimit,
+      });
+    } catch (error) {
+      if (!(error instanceof PagingStateFullError)) throw error;
+      const whose = error.limit === "perOwner" ? "for this user" : "on this service";
+      throw new RateLimitedError(
+        `too many recommendation cursor chains are open ${whose}; retry in ${error.retryAfterSeconds} s (a page that holds the whole answer needs none)`,
+        error.retryAfterSeconds,
+      );
+    }
+  }
+
+  /**
+   * The ranking a snapshot keeps: at most twice `served` candidates. The ranking keeps every tie at
+   * the cut, which around a popular set can be thousands; past the bound only the run's first by
+   * relationId stay, as paging would serve them. Below it the run is kept whole: reading a few
+   * hundred relationIds to save a few KB cost more than it saved.
+   */
+  private async chainOf(ranking: Ranking, served: number): Promise<Ranking> {
+    if (ranking.length <= 2 * served) return ranking;
+    const [start] = ranking.tieSpan(served - 1, served);
+    const relationIds = await this.store.relationIds(ranking.ids(start, ranking.length));
+    const kept = relationIds
+      .map((relationId, i) => ({ relationId, position: start + i }))
+      .filter(({ relationId }) => relationId !== "")
+      .sort((x, y) => (x.relationId < y.relationId ? -1 : 1))
+      .slice(0, served - start)
+      .map(({ position }) => position)
+      .sort((x, y) => x - y);
+    return ranking.select([...Array.from({ length: start }, (_, position) => position), ...kept]);
+  }
+
   private async loadSnapshot(id: UserId, fingerprint: string): Promise<Ranking> {
-    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint));
+    // Read back, a snapshot lives its whole time again: the cursor this page gives out is valid as
+    // long as the first one was, however long the chain has been paged.
+    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint), { ttlSeconds: this.limits.snapshotTtlSeconds, owner: id });
     if (stored !== null) {
-      const ranking = Ranking.fromBytes(Buffer.from(stored, "base64"));
+      const ranking = Ranking.fromSnapshot(Buffer.from(stored, "base64"));
       if (ranking === null) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
       return ranking;
     }
@@ -220,9 +283,9 @@ export class GraphQueries {
   private async rankRecommendations(id: UserId): Promise<Ranking> {
     const { store, limits } = this;
     const [friends, following, followers, contracts, nfts] = await Promise.all([
-      store.userSet("friends", id),
-      store.userSet("following", id),
-      store.userSet("followers", id),
+      this.ownSet("friends", id),
+      this.ownSet("following", id),
+      this.ownSet("followers", id),
       store.userAssets("contracts", id),
       store.userAssets("nfts", id),
     ]);
@@ -240,15 +303,27 @@ export class GraphQueries {
     );
   }
 
+  /**
+   * One of the user's own sets, read as neighbour sets are: the cache layer keeps those, and a
+   * user's set is often some neighbour's, read by an earlier recommendation. Past OWN_SET_BOUND it
+   * is listed in pages instead, so that no single reply is unbounded.
+   */
+  private async ownSet(kind: UserSetKind, id: UserId): Promise<readonly UserId[]> {
+    const [members] = await this.store.userSetsBounded(kind, [id], OWN_SET_BOUND);
+    return members ?? this.store.userSet(kind, id);
+  }
+
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
-  private async expandUsers(kind: UserSetKind, ids: readonly UserId[]): Promise<ArrayLike<UserId>[]> {
+  private async expandUsers(kind: UserSetKind, neighbours: readonly UserId[]): Promise<ArrayLike<UserId>[]> {
+    const ids = firstHop(neighbours, this.limits.firstHopCap, hashOfId);
     const sizes = await this.store.userSetSizes(kind, ids);
     const chosen = withinBudget(ids, sizes, this.limits.maxNeighbourSet, this.limits.memberBudget);
     return readSets(this.store.userSetsBounded(kind, chosen, this.limits.maxNeighbourSet));
   }
 
   /** The holders of (some of) `assets`, chosen within the signal's member budget. */
-  private async expandAssets(kind: AssetKind, assets: readonly string[]): Promise<ArrayLike<UserId>[]> {
+  private async expandAssets(kind: AssetKind, held: readonly string[]): Promise<ArrayLike<UserId>[]> {
+    const assets = firstHop(held, this.limits.firstHopCap, hashOfText);
     const sizes = await this.store.assetHolderCounts(kind, assets);
     const chosen = withinBudget(assets, sizes, this.limits.maxAssetHolders, this.limits.memberBudget);
     return readSets(this.store.assetHoldersBounded(kind, chosen, this.limits.maxAssetHolders));
@@ -297,19 +372,58 @@ export class GraphQueries {
  * long as the running total stays within the member budget.
  */
 function withinBudget<T extends string | number>(items: readonly T[], sizes: readonly number[], maxSet: number, budget: number): T[] {
-  const order = items
-    .map((_, i) => i)
-    .sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
   const chosen: T[] = [];
   let total = 0;
-  for (const i of order) {
-    const size = sizes[i]!;
-    if (size === 0 || size > maxSet) continue;
-    if (total + size > budget) break;
+  const take = (item: T, size: number) => {
+    if (total + size > budget) return false;
     total += size;
-    chosen.push(items[i]!);
+    chosen.push(item);
+    return true;
+  };
+  const expandable: number[] = [];
+  for (let i = 0; i < items.length; i++) if (sizes[i]! > 0 && sizes[i]! <= maxSet) expandable.push(i);
+  // UserIds below 2^32 with sets below 2^21 sort as one packed number each (size, then id),
+  // natively: a comparator over a hub's thousands of neighbours cost more than the rest of the choice.
+  if (maxSet < 2 ** 21 && expandable.every((i) => typeof items[i] === "number" && (items[i] as number) < 2 ** 32)) {
+    const keys = Float64Array.from(expandable, (i) => sizes[i]! * 2 ** 32 + (items[i] as number));
+    keys.sort();
+    for (const key of keys) if (!take((key % 2 ** 32) as T, Math.floor(key / 2 ** 32))) break;
+    return chosen;
   }
+  expandable.sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
+  for (const i of expandable) if (!take(items[i]!, sizes[i]!)) break;
   return chosen;
+}
+
+/**
+ * At most `cap` of `items`: all of them when they fit, else the `cap` with the smallest hash. The
+ * sample is a fixed function of the set, whatever order a store lists it in, so that a ranking
+ * recomputed for a cursor is the same one; and a hash is blind to degree, so the sample keeps the
+ * mix of rare and common neighbours the whole set has. Sizing every neighbour to keep the rarest
+ * would be the very work the cap bounds.
+ */
+export function firstHop<T extends string | number>(items: readonly T[], cap: number, hash: (item: T) => number): readonly T[] {
+  if (items.length <= cap) return items;
+  // Keys pack (hash, index) exactly, so one linear selection finds the cut and no objects are made.
+  const stride = 2 ** Math.ceil(Math.log2(items.length + 1));
+  const keys = new Float64Array(items.length);
+  for (let i = 0; i < items.length; i++) keys[i] = -(hash(items[i]!) * stride + i);
+  const cut = -kthLargest(keys.slice(), cap);
+  const kept: T[] = [];
+  for (let i = 0; i < items.length; i++) if (-keys[i]! <= cut) kept.push(items[i]!);
+  return kept;
+}
+
+/** A UserId's place in the first-hop sample: Fibonacci hashing spreads sequential ids. */
+function hashOfId(id: UserId): number {
+  return Math.imul(id % 2 ** 32, 0x9e3779b1) >>> 0;
+}
+
+/** An asset's place in the first-hop sample: FNV-1a of its address. */
+function hashOfText(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }
 
 /** The sets that were read: one that grew past its bound since it was sized comes back null, and is skipped. */
@@ -348,9 +462,12 @@ function firstScoreAtMost(ranking: Ranking, score: number, end: number): number 
   return low;
 }
 
-/** Snapshots are packed rankings (Ranking.bytes); the version keeps a snapshot of an earlier layout from ever being read as one. */
+/** Own sets up to this size are read whole, through the cache layer (GraphQueries.ownSet). */
+const OWN_SET_BOUND = 100_000;
+
+/** Snapshots are rankings in base64 (Ranking.snapshot); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {
-  return `rec:v3:${id}:${fingerprint}`;
+  return `rec:v4:${id}:${fingerprint}`;
 }
 
 function fingerprintOf(ranking: Ranking): string {

@@ -9,6 +9,7 @@ export { createMemoryStore } from "./memory/memory-store.js";
 export { createRedisStore, type RedisStoreOptions } from "./redis/redis-store.js";
 export { createCachedStore } from "./cache/cached-store.js";
 export { UnknownRelationIdError } from "./batch.js";
+export { PagingStateFullError } from "./store.js";
 
 /** The configuration a store engine is chosen and opened from. */
 export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs">>;

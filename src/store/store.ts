@@ -194,10 +194,23 @@ export interface ApiKeyStore {
 
 /** Short-lived server-side paging state, shared by every server instance on the same store. */
 export interface PagingStateStore {
-  /** Stores one paging state; erasing `owner` (a user) drops it with them. */
-  putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId): Promise<void>;
-  /** The value, or null when it never existed or has expired. */
-  getPagingState(key: string): Promise<string | null>;
+  /**
+   * Stores one paging state; erasing `owner` (a user) drops it with them. With `limits`, a state
+   * that would be one too many (for its owner, or in the whole store) is not stored:
+   * PagingStateFullError. Storing a key again only renews it, and never counts twice.
+   */
+  putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits): Promise<void>;
+  /**
+   * The value, or null when it never existed or has expired. With `renew`, a state found lives
+   * `ttlSeconds` from now, as long as a state just put (what it counts toward its limits included).
+   */
+  getPagingState(key: string, renew?: PagingStateRenewal): Promise<string | null>;
+}
+
+/** How getPagingState renews the state it finds: its time, and its owner (as put). */
+export interface PagingStateRenewal {
+  ttlSeconds: number;
+  owner?: UserId;
 }
 
 /** What the server instances on one store share besides the graph: secrets and counters. */
@@ -217,3 +230,24 @@ export interface SharedStateStore {
 
 /** Lookups of each read cache (users, relationIds, setSizes, setMembers, intersections) since it started. */
 export type CacheStats = Record<string, { hits: number; misses: number; entries: number }>;
+
+/** Bounds on the live paging states put with them. */
+export interface PagingStateLimits {
+  /** Live states one owner may hold. */
+  perOwner: number;
+  /** Live states in the whole store. */
+  total: number;
+}
+
+/** Thrown by putPagingState when a limit is reached; nothing was stored. */
+export class PagingStateFullError extends Error {
+  override name = "PagingStateFullError";
+  constructor(
+    /** Which limit: the owner's, or the whole store's. */
+    readonly limit: "perOwner" | "total",
+    /** Whole seconds until a live state expires and makes room (at least 1). */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`paging state limit reached (${limit})`);
+  }
+}

@@ -38,12 +38,15 @@ describe("relgraph eval", () => {
     expect(result.stderr).toMatch(/seed 1\/1: \d+\/\d+ users, \d+ users\/s/);
     const report = JSON.parse(await readFile(json, "utf8")) as { edges: string; methods: unknown[] };
     expect(report.edges).toBe("follows");
-    expect(report.methods).toHaveLength(10);
+    // relgraph as served, without the member budget, without bounds, without the first-hop cap; seven baselines.
+    expect(report.methods).toHaveLength(11);
+    expect(result.stdout).toMatch(/^Recall@5 kept by the first-hop cap of 2000 \(relgraph \/ no first-hop cap; 0 of the users evaluated are over it\): 1\.0000/m);
   });
 
   it("refuses bad options and data it cannot evaluate with a usage or data error", async () => {
     expect((await run(["linkpred"])).code).toBe(2);
     expect((await run(["linkpred", "--data", SAMPLE, "--hide", "1.5"])).stderr).toMatch(/--hide must be/);
+    expect((await run(["linkpred", "--data", SAMPLE, "--first-hop-cap", "0"])).stderr).toMatch(/--first-hop-cap must be a positive integer/);
     // The sample has follows only: there is no friend edge to hide.
     const noFriends = await run(["linkpred", "--data", SAMPLE, "--seeds", "1"]);
     expect(noFriends.code).toBe(1);

@@ -141,13 +141,21 @@ describe("recommendation scoring", () => {
     expect(occurrenceWeight("sharedNfts", 1)).toBe(occurrenceWeight("sharedNfts", 2));
   });
 
-  it("packs a ranking into bytes and back unchanged, and refuses bytes that cannot be one", () => {
-    const ranking = tallyContenders([], sets({ mutualFriends: [[5, 2 ** 40 + 1]], sharedFollowers: [[5, 2 ** 52 + 3]] }), 10);
-    const copy = Ranking.fromBytes(Uint8Array.from(Buffer.concat([Buffer.from([0]), ranking.bytes]).subarray(1)))!;
-    expect(copy.length).toBe(3);
-    expect(byId(copy)).toEqual(byId(ranking));
-    expect(copy.ids(0, 3)).toEqual([5, 2 ** 40 + 1, 2 ** 52 + 3]);
-    expect(Ranking.fromBytes(ranking.bytes.subarray(1))).toBeNull();
+  it("stores a ranking as a snapshot and reads it back unchanged, narrow or wide, and refuses bytes that cannot be one", () => {
+    // Ids past 2^32 take the wide layout; small ids and counts the narrow one, 18 bytes a candidate.
+    const wide = tallyContenders([], sets({ mutualFriends: [[5, 2 ** 40 + 1]], sharedFollowers: [[5, 2 ** 52 + 3]] }), 10);
+    const narrow = tallyContenders([], sets({ mutualFriends: [[5, 7], [5]], sharedNfts: [[9, 7]] }), 10);
+    expect(narrow.snapshot().length).toBe(4 + 3 * 18);
+    for (const ranking of [wide, narrow]) {
+      // Copied to an odd offset, as bytes decoded from base64 may sit.
+      const copy = Ranking.fromSnapshot(Uint8Array.from(Buffer.concat([Buffer.from([0]), ranking.snapshot()]).subarray(1)))!;
+      expect(copy.length).toBe(3);
+      expect(byId(copy)).toEqual(byId(ranking));
+      expect(copy.ids(0, 3)).toEqual(ranking.ids(0, 3));
+      expect(Ranking.fromSnapshot(ranking.snapshot().subarray(0, 10))).toBeNull();
+    }
+    expect(wide.ids(0, 3)).toEqual([5, 2 ** 40 + 1, 2 ** 52 + 3]);
+    expect(Ranking.fromSnapshot(Buffer.from([3, 0, 0, 0]))).toBeNull();
   });
 
   it("describes each signal present with its count, singular or plural, in a fixed order", () => {

@@ -5,7 +5,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readGraphTool, readNostrSocialGraph, toJsonLines } from "../../src/eval/datasets.js";
 import { formatReport } from "../../src/eval/cli.js";
-import { RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
+import { RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_NO_FIRST_HOP_CAP, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
 import { scoreRanking } from "../../src/eval/metrics.js";
 
 const SAMPLE = new URL("../fixtures/nostr-follows-sample.jsonl", import.meta.url).pathname;
@@ -41,6 +41,7 @@ describe("link prediction on a real sample", () => {
       RELGRAPH,
       RELGRAPH_NO_BUDGET,
       RELGRAPH_UNBOUNDED,
+      RELGRAPH_NO_FIRST_HOP_CAP,
       "random",
       "preferential attachment",
       "common neighbours",
@@ -62,6 +63,8 @@ describe("link prediction on a real sample", () => {
     expect(recall(RELGRAPH).mean).toBe(recall(RELGRAPH_UNBOUNDED).mean);
     expect(recall(RELGRAPH_NO_BUDGET).mean).toBe(recall(RELGRAPH_UNBOUNDED).mean);
     expect(report.recallKeptByHubSkip.mean).toBe(1);
+    expect(report.usersOverFirstHopCap).toBe(0);
+    expect(report.recallKeptByFirstHopCap.mean).toBe(1);
     // Structure beats chance by far on a real graph, for relgraph as for the classic indices.
     expect(recall(RELGRAPH).mean).toBeGreaterThan(recall("random").mean + 0.1);
     expect(report.methods[0]!.metrics.auc.mean).toBeGreaterThan(0.6);
@@ -82,6 +85,18 @@ describe("link prediction on a real sample", () => {
     // common neighbours' only through order, never through reach, on lists this short.
     expect(metrics(RELGRAPH).hits50.mean).toBeCloseTo(metrics("common neighbours").hits50.mean, 10);
     expect(metrics(RELGRAPH).recall.mean).toBeGreaterThan(metrics("random").recall.mean + 0.1);
+  });
+
+  it("measures what a first-hop cap costs against the same service without one", async () => {
+    // The sample's busiest users follow and are followed by a few dozen: a cap of 3 samples them.
+    const report = await run({ firstHopCap: 3 });
+    const recall = (name: string) => report.methods.find((row) => row.name === name)!.metrics.recall;
+    expect(report.firstHopCap).toBe(3);
+    expect(report.usersOverFirstHopCap).toBeGreaterThan(report.users / 2);
+    expect(recall(RELGRAPH_NO_FIRST_HOP_CAP).mean).toBe(recall(RELGRAPH_UNBOUNDED).mean);
+    expect(recall(RELGRAPH).mean).toBeLessThan(recall(RELGRAPH_NO_FIRST_HOP_CAP).mean);
+    expect(report.recallKeptByFirstHopCap.mean).toBeLessThan(1);
+    expect(formatReport(report)).toContain("Recall@5 kept by the first-hop cap of 3");
   });
 
   it("chooses weights on a validation split without seeing the test edges", async () => {

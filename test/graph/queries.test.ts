@@ -108,6 +108,48 @@ describe("recommendation bounds", () => {
     ]);
   });
 
+  it("sizes at most firstHopCap of a hub user's neighbours per signal, the same sample whatever order the store lists them in", async () => {
+    // h has 40 friends f0…f39, each with one friend of their own (c0…c39) besides h; h follows the
+    // 40 f too, who are followed by one other each.
+    const fs = Array.from({ length: 40 }, (_, i) => `f${i}`);
+    const cs = fs.map((_, i) => `c${i}`);
+    const records = graph({
+      users: ["h", ...fs, ...cs],
+      friends: fs.flatMap((f, i): [string, string][] => [["h", f], [f, cs[i]!]]),
+      follows: fs.flatMap((f, i): [string, string][] => [["h", f], [cs[i]!, f]]),
+    });
+    const sized: number[] = [];
+    const counting = (store: GraphStore, reverse: boolean) =>
+      new Proxy(store, {
+        get: (target, name, receiver) => {
+          if (name === "userSetSizes") {
+            return (kind: "friends", ids: number[]) => {
+              sized.push(ids.length);
+              return target.userSetSizes(kind, ids);
+            };
+          }
+          // A store listing sets in another order must not change which neighbours are kept.
+          if (name === "userSet" && reverse) return async (kind: "friends", id: number) => [...(await target.userSet(kind, id))].reverse();
+          return Reflect.get(target, name, receiver);
+        },
+      });
+    const capped = await queriesOver(records, { firstHopCap: 10 }, counting(createMemoryStore(), false));
+    const chain = await capped.recommend("h");
+    expect(sized.length).toBeGreaterThan(0);
+    expect(Math.max(...sized)).toBe(10);
+    // 10 friends kept give 10 candidates by mutual friends, and 10 followings kept give the same
+    // c's as followers of what h follows only where the samples meet: every line names a c.
+    expect(chain.length).toBeGreaterThanOrEqual(10);
+    expect(chain.length).toBeLessThan(40);
+    expect(chain.every((line) => /^c\d+: /.test(line))).toBe(true);
+    const reversed = await queriesOver(records, { firstHopCap: 10 }, counting(createMemoryStore(), true));
+    expect(await reversed.recommend("h")).toEqual(chain);
+    sized.length = 0;
+    const whole = await queriesOver(records, { firstHopCap: 40 }, counting(createMemoryStore(), false));
+    expect(await whole.recommend("h")).toHaveLength(40);
+    expect(Math.max(...sized)).toBe(40);
+  });
+
   it("ends the chain after maxResults users, the best ones", async () => {
     const capped = await queriesOver(hub, { maxResults: 2 });
     expect(await capped.recommend("a", 1)).toEqual(["z: 1 mutual friend", "p: 1 mutual friend"]);

@@ -3,7 +3,7 @@ import { StoreUnavailableError } from "../../src/domain/errors.js";
 import { foldSocialUsername } from "../../src/domain/identity.js";
 import type { UserId } from "../../src/domain/model.js";
 import { UnknownRelationIdError } from "../../src/store/index.js";
-import type { ChangedPart, GraphStore, IngestBatch, UserInput, WriteProgress } from "../../src/store/store.js";
+import { PagingStateFullError, type ChangedPart, type GraphStore, type IngestBatch, type UserInput, type WriteProgress } from "../../src/store/store.js";
 
 /** How the acceptance suite gets stores of one engine. */
 export interface StoreAcceptanceOptions {
@@ -663,6 +663,62 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         await new Promise((resolve) => setTimeout(resolve, 2100));
         expect(await store.getPagingState("page-a")).toBeNull();
         expect(await store.getPagingState("page-b")).toBe("state-b");
+      });
+    });
+
+    describe("paging state renewal", () => {
+      it("gives a state read with renew its whole time again, and its owner's index with it", async () => {
+        await store.putPagingState("renewed", "kept", 2, 71 as UserId);
+        await store.putPagingState("not-renewed", "gone", 2, 71 as UserId);
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        expect(await store.getPagingState("renewed", { ttlSeconds: 3, owner: 71 as UserId })).toBe("kept");
+        expect(await store.getPagingState("missing", { ttlSeconds: 3 })).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 1300));
+        expect(await store.getPagingState("renewed")).toBe("kept");
+        expect(await store.getPagingState("not-renewed")).toBeNull();
+      });
+    });
+
+    describe("paging state limits", () => {
+      const limits = { perOwner: 2, total: 3 };
+      const full = (limit: "perOwner" | "total") => expect.objectContaining({ name: "PagingStateFullError", limit });
+
+      it("refuses one state too many for an owner, storing nothing, and counts a key put again once", async () => {
+        await store.putPagingState("own-1", "one", 600, 41 as UserId, limits);
+        await store.putPagingState("own-2", "two", 600, 41 as UserId, limits);
+        await store.putPagingState("own-2", "two again", 600, 41 as UserId, limits);
+        const refused = store.putPagingState("own-3", "three", 600, 41 as UserId, limits);
+        await expect(refused).rejects.toEqual(full("perOwner"));
+        await expect(refused).rejects.toBeInstanceOf(PagingStateFullError);
+        const retryAfter = await refused.catch((error: PagingStateFullError) => error.retryAfterSeconds);
+        expect(retryAfter).toBeGreaterThanOrEqual(1);
+        expect(retryAfter).toBeLessThanOrEqual(600);
+        expect(await store.getPagingState("own-3")).toBeNull();
+        expect(await store.getPagingState("own-2")).toBe("two again");
+        // Another owner has room of their own; without limits nothing is counted or refused.
+        await store.putPagingState("other-1", "x", 600, 42 as UserId, limits);
+        await store.putPagingState("own-4", "four", 600, 41 as UserId);
+        expect(await store.getPagingState("own-4")).toBe("four");
+      });
+
+      it("refuses one state too many in the whole store, and makes room as states expire", async () => {
+        await store.putPagingState("all-1", "one", 1, 51 as UserId, limits);
+        await store.putPagingState("all-2", "two", 600, 52 as UserId, limits);
+        await store.putPagingState("all-3", "three", 600, 53 as UserId, limits);
+        await expect(store.putPagingState("all-4", "four", 600, 54 as UserId, limits)).rejects.toEqual(full("total"));
+        expect(await store.getPagingState("all-4")).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        await store.putPagingState("all-4", "four", 600, 54 as UserId, limits);
+        expect(await store.getPagingState("all-4")).toBe("four");
+      });
+
+      it("makes room for an owner as their states expire", async () => {
+        await store.putPagingState("short-1", "one", 1, 61 as UserId, limits);
+        await store.putPagingState("short-2", "two", 600, 61 as UserId, limits);
+        await expect(store.putPagingState("short-3", "three", 600, 61 as UserId, limits)).rejects.toEqual(full("perOwner"));
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        await store.putPagingState("short-3", "three", 600, 61 as UserId, limits);
+        expect(await store.getPagingState("short-3")).toBe("three");
       });
     });
 

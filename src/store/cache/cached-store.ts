@@ -261,8 +261,8 @@ export function createCachedStore(
     apiKeyByHash: (hash) => engine.apiKeyByHash(hash),
     listApiKeys: () => engine.listApiKeys(),
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
-    putPagingState: (key, value, ttlSeconds, owner) => engine.putPagingState(key, value, ttlSeconds, owner),
-    getPagingState: (key) => engine.getPagingState(key),
+    putPagingState: (key, value, ttlSeconds, owner, limits) => engine.putPagingState(key, value, ttlSeconds, owner, limits),
+    getPagingState: (key, renew) => engine.getPagingState(key, renew),
     sharedSecret: (name) => engine.sharedSecret(name),
     cacheStats(): CacheStats {
       const sizes = { users: userCache.size, relationIds: relationIdCache.size, setSizes: setSizeCache.size, setMembers: setMemberCache.size, intersections: intersectionCache.size };

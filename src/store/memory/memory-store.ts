@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import type { ApiKeyRecord, ChangedPart, ChangeNotifier, GraphStore, IngestBatch, UserInput, WriteOptions } from "../store.js";
+import { PagingStateFullError, type ApiKeyRecord, type ChangedPart, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type UserInput, type WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 
 /**
@@ -346,23 +346,43 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId) {
-      pagingState.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits) {
+      const now = Date.now();
+      /** Whether the state is live; an expired one is dropped on the way. */
+      const live = (state: string) => {
+        const entry = pagingState.get(state);
+        if (entry && entry.expiresAt <= now) pagingState.delete(state);
+        return entry !== undefined && entry.expiresAt > now;
+      };
+      const retryAfter = (states: Iterable<string>) => {
+        let soonest = Number.POSITIVE_INFINITY;
+        for (const state of states) soonest = Math.min(soonest, pagingState.get(state)?.expiresAt ?? soonest);
+        return Math.max(1, Math.ceil((soonest - now) / 1000));
+      };
+      let keys = owner === undefined ? undefined : pagingStateOf.get(owner);
+      // Forgotten keys of expired states are dropped here, so the index stays as small as the states.
+      if (keys) for (const old of keys) if (!live(old)) keys.delete(old);
+      if (limits && !live(key)) {
+        if (keys && keys.size >= limits.perOwner) throw new PagingStateFullError("perOwner", retryAfter(keys));
+        if (pagingState.size >= limits.total) {
+          for (const state of [...pagingState.keys()]) live(state);
+          if (pagingState.size >= limits.total) throw new PagingStateFullError("total", retryAfter(pagingState.keys()));
+        }
+      }
+      pagingState.set(key, { value, expiresAt: now + ttlSeconds * 1000 });
       if (owner !== undefined) {
-        let keys = pagingStateOf.get(owner);
         if (!keys) pagingStateOf.set(owner, (keys = new Set()));
-        // Forgotten keys of expired states are dropped here, so the index stays as small as the states.
-        for (const old of keys) if (!pagingState.has(old)) keys.delete(old);
         keys.add(key);
       }
     },
-    async getPagingState(key: string) {
+    async getPagingState(key: string, renew?: PagingStateRenewal) {
       const entry = pagingState.get(key);
       if (!entry) return null;
       if (entry.expiresAt <= Date.now()) {
         pagingState.delete(key);
         return null;
       }
+      if (renew) entry.expiresAt = Date.now() + renew.ttlSeconds * 1000;
       return entry.value;
     },
 

@@ -99,6 +99,13 @@ export function pagingStateKey(key: string): string {
   return `rg:page:${key}`;
 }
 
+/**
+ * Sorted set: the keys of the paging states put with limits, scored by when they expire (ms), so
+ * that the live ones can be counted without a scan. A key erased early stays until its time: the
+ * count errs high, never low.
+ */
+export const PAGING_STATES = "rg:pages";
+
 /** Set with a TTL: the paging state keys that erasing this user drops (their recommendation snapshots). */
 export function pagingStateOwnerKey(id: UserId): string {
   return `rg:page-owner:${id}`;

@@ -1,9 +1,9 @@
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } from "../../domain/model.js";
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomBytes } from "node:crypto";
-import type { ApiKeyRecord, ChangeNotifier, GraphStore, IngestBatch, WriteOptions } from "../store.js";
-import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions } from "./connection.js";
+import { createHash, randomBytes } from "node:crypto";
+import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type WriteOptions } from "../store.js";
+import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions, type Reply } from "./connection.js";
 import {
   API_KEY_IDS,
   apiKeyKey,
@@ -14,6 +14,7 @@ import {
   identityIndexKey,
   pagingStateKey,
   pagingStateOwnerKey,
+  PAGING_STATES,
   RELATION_ID_BY_USER,
   RELATION_ID_INDEX,
   RELEASE_ALL,
@@ -222,16 +223,60 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId) {
-      await redis.send(pagingStateKey(key), ["SET", pagingStateKey(key), value, "EX", String(ttlSeconds)]);
-      if (owner === undefined) return;
-      // The owner's index lives as long as its newest state; erasure deletes what it lists.
-      const index = pagingStateOwnerKey(owner);
-      await redis.send(index, ["SADD", index, pagingStateKey(key)]);
-      await redis.send(index, ["EXPIRE", index, String(ttlSeconds)]);
+    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits) {
+      const state = pagingStateKey(key);
+      const index = owner === undefined ? null : pagingStateOwnerKey(owner);
+      const ttl = String(ttlSeconds);
+      const now = Date.now();
+      // Sent together: one round trip on a standalone server (node-redis pipelines them), one per
+      // node on a cluster. Erasing the owner deletes what their index lists.
+      const none = Promise.resolve<[number, number]>([0, 0]);
+      const stored = redis.send(state, ["SET", state, value, "EX", ttl]);
+      const ownerIndex =
+        index === null ? none : runScript<[number, number]>(redis, ADD_TO_OWNER_INDEX, index, [state, ttl]);
+      const everyState = !limits
+        ? none
+        : runScript<[number, number]>(redis, ADD_TO_ALL_STATES, PAGING_STATES, [state, String(now + ttlSeconds * 1000), String(now)]);
+      // Awaited together, so that no failed command's rejection goes unhandled.
+      const [, [added, owned], [addedAll, all]] = await Promise.all([stored, ownerIndex, everyState]);
+      if (!limits) return;
+      const refuse = async (limit: "perOwner" | "total", retryAfterMs: number) => {
+        await Promise.all([
+          redis.send(state, ["DEL", state]),
+          index === null ? null : redis.send(index, ["SREM", index, state]),
+          redis.send(PAGING_STATES, ["ZREM", PAGING_STATES, state]),
+        ]);
+        throw new PagingStateFullError(limit, Math.max(1, Math.ceil(retryAfterMs / 1000)));
+      };
+      // A key put again only renewed its state. Concurrent puts may each see the other and both
+      // refuse: the bound holds, and errs on the side of refusing.
+      if (addedAll === 1 && all > limits.total) {
+        const [, oldest] = await redis.send<string[]>(PAGING_STATES, ["ZRANGE", PAGING_STATES, "0", "0", "WITHSCORES"]);
+        await refuse("total", Number(oldest ?? 0) - now);
+      }
+      if (index !== null && added === 1 && owned > limits.perOwner) {
+        // The index also lists states that expired since: forget those, and count again.
+        const listed = (await scanSet(redis, index)).filter((listedState) => listedState !== state);
+        const ttls = await Promise.all(listed.map((listedState) => redis.send<number>(listedState, ["PTTL", listedState])));
+        const expired = listed.filter((_, i) => ttls[i]! < 0);
+        if (expired.length > 0) await redis.send(index, ["SREM", index, ...expired]);
+        const liveTtls = ttls.filter((remaining) => remaining >= 0);
+        if (liveTtls.length >= limits.perOwner) await refuse("perOwner", Math.min(...liveTtls));
+      }
     },
-    getPagingState(key: string) {
-      return redis.send<string | null>(pagingStateKey(key), ["GET", pagingStateKey(key)]);
+    async getPagingState(key: string, renew?: PagingStateRenewal) {
+      const state = pagingStateKey(key);
+      if (!renew) return redis.send<string | null>(state, ["GET", state]);
+      const ttl = String(renew.ttlSeconds);
+      const index = renew.owner === undefined ? null : pagingStateOwnerKey(renew.owner);
+      // One round trip: the state's new time, its owner's index (which outlives every state it
+      // lists), and its expiry in the count of all states, if it is counted there (XX).
+      const [value] = await Promise.all([
+        redis.send<string | null>(state, ["GETEX", state, "EX", ttl]),
+        index === null ? null : redis.send(index, ["EXPIRE", index, ttl]),
+        redis.send(PAGING_STATES, ["ZADD", PAGING_STATES, "XX", "GT", String(Date.now() + renew.ttlSeconds * 1000), state]),
+      ]);
+      return value;
     },
 
     async sharedSecret(name: string) {
@@ -245,6 +290,47 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
     },
   };
 }
+
+/** A Lua script and its SHA-1, by which Redis knows it once loaded. */
+interface Script {
+  source: string;
+  sha: string;
+}
+
+function script(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+/**
+ * Runs a script over one key by its SHA-1, sending the source only to a server that does not know
+ * it yet (NOSCRIPT): what EVALSHA saves is the source on every call, and hashing it on the server.
+ */
+async function runScript<T extends Reply>(redis: RedisConnection, { source, sha }: Script, key: string, args: string[]): Promise<T> {
+  try {
+    return await redis.send<T>(key, ["EVALSHA", sha, "1", key, ...args]);
+  } catch (error) {
+    if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+    return redis.send<T>(key, ["EVAL", source, "1", key, ...args]);
+  }
+}
+
+/**
+ * Adds a paging state (ARGV[1]) to its owner's index (KEYS[1]), which lives as long as its newest
+ * state (ARGV[2] seconds): whether it was new, and how many the index lists. One command instead of three.
+ */
+const ADD_TO_OWNER_INDEX = script(`
+local added = redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return {added, redis.call('SCARD', KEYS[1])}`);
+
+/**
+ * Adds a paging state (ARGV[1]) expiring at ARGV[2] (ms) to PAGING_STATES (KEYS[1]), forgetting
+ * those expired by ARGV[3]: whether it was new, and how many are live.
+ */
+const ADD_TO_ALL_STATES = script(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+local added = redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return {added, redis.call('ZCARD', KEYS[1])}`);
 
 function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);
@@ -271,7 +357,7 @@ function guardAll(store: GraphStore): GraphStore {
         return await (bounded ? withDeadline(call, COMMAND_TIMEOUT_MS) : call);
       } catch (cause) {
         // A batch naming an unknown relationId is the caller's bug, not an outage.
-        if (cause instanceof UnknownRelationIdError) throw cause;
+        if (cause instanceof UnknownRelationIdError || cause instanceof PagingStateFullError) throw cause;
         throw unavailable(cause);
       }
     };
