@@ -6,7 +6,6 @@ import type { SiweVerifier } from "./auth/siwe.js";
 import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
-import { toPublicError } from "./rpc/errors.js";
 import type { AdmittingGate } from "./auth/request-gate.js";
 import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
 import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
@@ -16,6 +15,7 @@ import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
 import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
+import { toPublicError } from "./transport/errors.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
 
@@ -42,7 +42,7 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
-  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in server.ts. */
+  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in fast/unary-call.ts. */
   metrics?: RelgraphMetrics;
 }
 

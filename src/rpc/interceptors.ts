@@ -1,16 +1,6 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-
-/**
- * Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors.
- * What it resolves with is the gate's own (REST sends its rate-limit state as headers).
- */
-export interface RequestGate {
-  admit(apiKey: string | undefined): Promise<unknown>;
-}
-
-/** Name of the metadata entry (gRPC) / header (Connect, REST) that carries the ApiKey. */
-export const API_KEY_HEADER = "apikey";
+import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
+import { toConnectError, type ErrorLogger } from "../transport/errors.js";
 
 /** Set on calls that were admitted before their body was read (rpc-admission.ts), so they are not counted twice. */
 export const ADMITTED = createContextKey(false, { description: "relgraph: ApiKey already admitted" });

@@ -8,13 +8,11 @@ import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Http2ServerRequest } from "node:http2";
-import { encodeGrpcMessage } from "../transport/grpc-message.js";
-import { endUnreadRequest } from "../transport/unread-body.js";
-import { respondError } from "./grpc-unary.js";
+import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
 import { InvalidArgumentError } from "../domain/errors.js";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-import { API_KEY_HEADER, type RequestGate } from "./interceptors.js";
-import { headerValue, tooLarge } from "./unary-call.js";
+import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
+import { encodeGrpcMessage, respondGrpcError } from "../transport/grpc-message.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 
 /*
  * What connect-es reads, it reads before any interceptor runs: a call's ApiKey interceptor saw the
@@ -80,7 +78,7 @@ function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectErro
     if (!grpcWeb && stream !== undefined) {
       // gRPC's trailers-only form, as the fast path answers it: one HEADERS frame that ends the stream.
       reply.hijack();
-      respondError(stream, error, request.id);
+      respondGrpcError(stream, error, request.id);
       return reply;
     }
     const headers: Record<string, string> = { "content-type": "application/grpc-web+proto" };
@@ -117,4 +115,9 @@ export function cappedCompressions(maxBytes: number, log: ErrorLogger): Compress
     },
   });
   return [capped("gzip", gunzip, (b) => gzip(b)), capped("br", brotliDecompress, (b) => brotliCompress(b))];
+}
+
+/** The first value of a header. */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

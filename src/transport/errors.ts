@@ -64,6 +64,11 @@ export function toPublicError(err: unknown, log?: ErrorLogger): PublicError {
   return { code: "50000", desc: INTERNAL_DESC, ...CODE_TABLE["50000"] };
 }
 
+/** The error an oversized request gets, on every protocol. */
+export function tooLarge(maxBytes: number): RequestTooLargeError {
+  return new RequestTooLargeError(`the request is larger than ${maxBytes} bytes (MAX_REQUEST_BYTES)`);
+}
+
 /** Converts any thrown value into a ConnectError carrying the contract code as an ErrorDetail. */
 export function toConnectError(err: unknown, log?: ErrorLogger): ConnectError {
   const failure = toPublicError(err, log);

@@ -2,12 +2,12 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { InvalidArgumentError, RequestTooLargeError } from "../domain/errors.js";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-import type { RequestGate } from "./interceptors.js";
+import type { RequestGate } from "../auth/request-gate.js";
+import { InvalidArgumentError } from "../domain/errors.js";
+import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
 
 /*
- * relgraph's fast paths for unary calls (grpc-unary.ts, connect-unary.ts) serve the common case of
+ * relgraph's fast paths for unary calls (protocol-grpc/, protocol-connect/) serve the common case of
  * gRPC and Connect without connect-es's per-call machinery. connect-es runs every call, unary ones
  * too, through a pipeline of async iterables with an abort controller per call: profiles
  * (`npm run bench -- --cpu-prof`) put that at 0.3 to 0.9 ms of CPU per call, several times what
@@ -125,11 +125,6 @@ async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined):
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** The error an oversized request gets, on every protocol. */
-export function tooLarge(maxBytes: number): RequestTooLargeError {
-  return new RequestTooLargeError(`the request is larger than ${maxBytes} bytes (MAX_REQUEST_BYTES)`);
 }
 
 /**

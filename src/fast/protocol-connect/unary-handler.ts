@@ -3,22 +3,22 @@ import type { Http2ServerResponse } from "node:http2";
 import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
-import { InvalidArgumentError } from "../domain/errors.js";
-import type { RequestClaim } from "../transport/one-port.js";
-import { REQUEST_ID_HEADER, requestIdOf } from "../transport/request-id.js";
-import { endUnreadRequest } from "../transport/unread-body.js";
-import { toBinaryFast } from "./binary.js";
-import { API_KEY_HEADER } from "./interceptors.js";
-import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
+import { API_KEY_HEADER } from "../../auth/request-gate.js";
+import { InvalidArgumentError } from "../../domain/errors.js";
+import type { RequestClaim } from "../../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
+import { endUnreadRequest } from "../../transport/unread-body.js";
+import { toBinaryFast } from "../protobuf/binary.js";
+import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
 /**
  * The common case of the Connect protocol, served without connect-es's per-call machinery (see
- * unary-call.ts for why): a unary POST with a binary or JSON message, uncompressed, over HTTP/1.1 or
+ * ../unary-call.ts for why): a unary POST with a binary or JSON message, uncompressed, over HTTP/1.1 or
  * HTTP/2. Everything else (GET requests, compressed bodies, other protocol versions, streaming
  * content types) is left to Fastify and connect-es. Success is the bare message; failure is
  * connect-es's own JSON error body with the status it maps the code to.
  */
-export function createConnectUnaryPath(caller: UnaryCaller): RequestClaim {
+export function createConnectUnaryHandler(caller: UnaryCaller): RequestClaim {
   return (req, res) => {
     const method = req.method === "POST" ? caller.methodAt(req.url) : undefined;
     const contentType = headerValue(req.headers["content-type"]) ?? "";

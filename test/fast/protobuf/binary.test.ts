@@ -10,8 +10,8 @@ import {
   ProfileSchema,
   RelationshipGraphEntrySchema,
   UserInfoSchema,
-} from "../../gen/relgraph/v1/relation_service_pb.js";
-import { toBinaryFast } from "../../src/rpc/binary.js";
+} from "../../../gen/relgraph/v1/relation_service_pb.js";
+import { toBinaryFast } from "../../../src/fast/protobuf/binary.js";
 
 const TEXTS = ["", "a", "alice", "Zoë Ünal", "名前", "🦊", "lone \ud800 surrogate", "x".repeat(64), "y".repeat(65), `${"é".repeat(70)}!`, "z".repeat(20_000)];
 

@@ -2,7 +2,7 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { MutualFriendResponseSchema, ProfileSchema, UserInfoSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { toContractJson } from "../../src/rpc/json.js";
+import { toContractJson } from "../../src/transport/contract-json.js";
 
 describe("toContractJson", () => {
   it("writes implicit defaults, null for unset messages, and leaves out an unset optional", () => {

@@ -1,4 +1,4 @@
-import { RespLink, type RespEndpoint } from "./id-sets.js";
+import { RespLink, respEndpointOf, type RespEndpoint } from "./link.js";
 
 /**
  * Bulk writes (a load's or a feed unit's planned commands) over a socket of their own to a
@@ -33,4 +33,10 @@ export class RespWriter {
     await this.link?.close();
     this.link = null;
   }
+}
+
+/** A RespWriter for a `redis://` URL; null for any other (TLS, a unix socket), which node-redis serves. */
+export function respWriter(url: string, connectTimeoutMs: number): RespWriter | null {
+  const endpoint = respEndpointOf(url);
+  return endpoint === null ? null : new RespWriter(endpoint, connectTimeoutMs);
 }

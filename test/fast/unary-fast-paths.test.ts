@@ -11,9 +11,9 @@ import {
   RelationService,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidApiKeyError } from "../../src/domain/errors.js";
-import { createConnectUnaryPath } from "../../src/rpc/connect-unary.js";
-import { createGrpcUnaryPath } from "../../src/rpc/grpc-unary.js";
-import { createUnaryCaller } from "../../src/rpc/unary-call.js";
+import { createConnectUnaryHandler } from "../../src/fast/protocol-connect/unary-handler.js";
+import { createGrpcUnaryHandler } from "../../src/fast/protocol-grpc/unary-handler.js";
+import { createUnaryCaller } from "../../src/fast/unary-call.js";
 import { createOnePortServer, type Http2StreamClaim, type RequestClaim } from "../../src/transport/one-port.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
@@ -138,7 +138,7 @@ describe("the unary fast paths, as relgraph serves them", () => {
   });
 });
 
-describe("createGrpcUnaryPath on its own", () => {
+describe("createGrpcUnaryHandler on its own", () => {
   let url: string;
   let port: number;
   let h2: ReturnType<typeof createOnePortServer>;
@@ -168,8 +168,8 @@ describe("createGrpcUnaryPath on its own", () => {
       log: { info() {}, warn() {}, error() {} },
       maxRequestBytes: 64 * 1024,
     });
-    const grpcPath = createGrpcUnaryPath(caller);
-    const connectPath = createConnectUnaryPath(caller);
+    const grpcPath = createGrpcUnaryHandler(caller);
+    const connectPath = createConnectUnaryHandler(caller);
     const claimStream: Http2StreamClaim = (stream, headers) => {
       const taken = grpcPath(stream, headers);
       if (taken) claimed.push(`grpc ${String(headers[":path"])}`);

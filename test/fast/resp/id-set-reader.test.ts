@@ -1,8 +1,9 @@
 import net from "node:net";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisReplyError, respEndpointOf, RespIdSetReader, UnexpectedReplyError } from "../../src/store/redis/id-sets.js";
-import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { RespIdSetReader } from "../../../src/fast/resp/id-set-reader.js";
+import { RedisReplyError, respEndpointOf, UnexpectedReplyError } from "../../../src/fast/resp/link.js";
+import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 

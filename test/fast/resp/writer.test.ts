@@ -1,9 +1,10 @@
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisReplyError, respEndpointOf } from "../../src/store/redis/id-sets.js";
-import { connectRedis } from "../../src/store/redis/connection.js";
-import { RespWriter } from "../../src/store/redis/resp-writer.js";
-import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { respConnections } from "../../../src/fast/index.js";
+import { RedisReplyError, respEndpointOf } from "../../../src/fast/resp/link.js";
+import { RespWriter } from "../../../src/fast/resp/writer.js";
+import { connectRedis } from "../../../src/store/redis/connection.js";
+import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 
@@ -89,10 +90,14 @@ describe("RespWriter against a real redis-server", () => {
   });
 });
 
-describe("RedisConnection.writeAll on standalone Redis", () => {
+// Through the speed layer's writer (FAST_PATHS=on) and through node-redis (off).
+describe.each([
+  { name: "the speed layer's RespWriter", own: respConnections },
+  { name: "node-redis", own: undefined },
+])("RedisConnection.writeAll on standalone Redis, through $name", ({ own }) => {
   it("writes more arguments than one window holds, every one of them", async () => {
     await client.flushAll();
-    const redis = await connectRedis({ url: server.url });
+    const redis = await connectRedis({ url: server.url }, own);
     try {
       // 400 commands of 1,000 members: 400,000 arguments, more than one window of the writer.
       const commands = Array.from({ length: 400 }, (_, k) => ["SADD", `w:big:${k % 7}`, ...Array.from({ length: 1_000 }, (_, i) => `${k}-${i}`)]);

@@ -1,15 +1,14 @@
-import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { ServerHttp2Stream } from "node:http2";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { InvalidArgumentError } from "../domain/errors.js";
-import { encodeGrpcMessage } from "../transport/grpc-message.js";
-import type { Http2StreamClaim } from "../transport/one-port.js";
-import { REQUEST_ID_HEADER, requestIdOf } from "../transport/request-id.js";
-import { closeUnreadStream } from "../transport/unread-body.js";
-import { toBinaryFast } from "./binary.js";
-import { API_KEY_HEADER } from "./interceptors.js";
-import { headerValue, readBody, type UnaryCaller } from "./unary-call.js";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { API_KEY_HEADER } from "../../auth/request-gate.js";
+import { InvalidArgumentError } from "../../domain/errors.js";
+import { respondGrpcError } from "../../transport/grpc-message.js";
+import type { Http2StreamClaim } from "../../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
+import { toBinaryFast } from "../protobuf/binary.js";
+import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;
@@ -17,11 +16,11 @@ const PROTO_CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
 const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc+proto" } as const;
 
 /**
- * The common case of gRPC, served straight off the HTTP/2 stream (see unary-call.ts for why): a
+ * The common case of gRPC, served straight off the HTTP/2 stream (see ../unary-call.ts for why): a
  * unary call with a binary, uncompressed request. Every other stream (gRPC-JSON, compressed
  * requests, gRPC-Web, Connect, reflection, REST) is left to Fastify and connect-es.
  */
-export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
+export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
   return (stream, headers) => {
     const path = headers[":path"];
     const method = caller.methodAt(path);
@@ -55,7 +54,7 @@ export function createGrpcUnaryPath(caller: UnaryCaller): Http2StreamClaim {
       )
       .then(
         (message) => respondOk(stream, message, requestId),
-        (error: ConnectError) => respondError(stream, error, requestId),
+        (error: ConnectError) => respondGrpcError(stream, error, requestId),
       )
       // The stream can close between the check and the write; the reply then has nowhere to go.
       .catch(() => stream.destroy());
@@ -86,19 +85,4 @@ function respondOk(stream: ServerHttp2Stream, message: Uint8Array, requestId: st
   stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
   stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
   stream.end(frame);
-}
-
-/**
- * A trailers-only response: connect-es's own setTrailerStatus builds grpc-status and
- * grpc-status-details-bin, and grpc-message is encoded as the gRPC spec says (see grpc-message.ts).
- */
-export function respondError(stream: ServerHttp2Stream, error: ConnectError, requestId: string): void {
-  if (stream.destroyed || stream.closed) return;
-  const headers: OutgoingHttpHeaders = { ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId };
-  setTrailerStatus(new Headers(), error).forEach((value, name) => {
-    headers[name] = value;
-  });
-  headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
-  stream.respond(headers, { endStream: true });
-  closeUnreadStream(stream);
 }
