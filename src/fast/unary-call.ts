@@ -3,8 +3,9 @@ import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RequestGate } from "../auth/request-gate.js";
-import { InvalidArgumentError } from "../domain/errors.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
+import { unreadable } from "../transport/unreadable-request.js";
+import { DeadlineExceeded, withDeadline } from "../transport/deadline.js";
 
 /*
  * relgraph's fast paths for unary calls (protocol-grpc/, protocol-connect/) serve the common case of
@@ -45,7 +46,7 @@ export interface UnaryInvocation {
   /** The protocol's deadline header as connect-es parses it, and the header's name for errors. */
   timeout: { timeoutMs?: number; error?: ConnectError };
   timeoutHeader: string;
-  /** Reads and decodes the request message; throws InvalidArgumentError when it is malformed. */
+  /** Reads and decodes the request message; throws transport/unreadable-request.ts's errors when it is malformed. */
   readRequest(): Promise<unknown>;
 }
 
@@ -86,7 +87,7 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
       let code: Code | 0 = 0;
       try {
         const { timeout, timeoutHeader } = invocation;
-        if (timeout.error) throw new InvalidArgumentError(`${timeoutHeader} is malformed`);
+        if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
         return await withDeadline(run(invocation, encode), timeout.timeoutMs);
       } catch (err) {
         // A deadline the client set is the client's; every other failure speaks the contract's codes.
@@ -100,31 +101,6 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
       }
     },
   };
-}
-
-/** Thrown when the client's deadline passes first; carries the error the client is sent. */
-class DeadlineExceeded extends Error {
-  readonly error = new ConnectError("the operation timed out", Code.DeadlineExceeded);
-}
-
-/**
- * The longest timer Node keeps: a longer one fires after 1 ms instead. A deadline beyond it (24.8
- * days; grpc-timeout allows 99999999 hours) is clamped to it, which a unary call never reaches.
- */
-export const MAX_DEADLINE_MS = 2 ** 31 - 1;
-
-/** Races `work` against the client's deadline; no deadline, no timer. */
-async function withDeadline<T>(work: Promise<T>, timeoutMs: number | undefined): Promise<T> {
-  if (timeoutMs === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded()), Math.min(timeoutMs, MAX_DEADLINE_MS));
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -4,10 +4,10 @@ import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } fro
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
-import { InvalidArgumentError } from "../../domain/errors.js";
 import type { RequestClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
 import { endUnreadRequest } from "../../transport/unread-body.js";
+import { unreadable } from "../../transport/unreadable-request.js";
 import { toBinaryFast } from "../protobuf/binary.js";
 import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
@@ -63,11 +63,14 @@ export function createConnectUnaryHandler(caller: UnaryCaller): RequestClaim {
   };
 }
 
+/** Unknown JSON fields are ignored, as connect-es ignores them, and as binary Protobuf and REST's query strings do. */
+const JSON_READ_OPTIONS = { ignoreUnknownFields: true };
+
 function decodeRequest(method: DescMethod, body: Buffer, binary: boolean): unknown {
   try {
-    return binary ? fromBinary(method.input, body) : fromJsonString(method.input, body.toString("utf8"));
+    return binary ? fromBinary(method.input, body) : fromJsonString(method.input, body.toString("utf8"), JSON_READ_OPTIONS);
   } catch {
-    throw new InvalidArgumentError(`the request is not a valid ${method.input.typeName} message in ${binary ? "binary" : "JSON"} form`);
+    throw unreadable.malformedMessage(method);
   }
 }
 

@@ -3,10 +3,10 @@ import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
-import { InvalidArgumentError } from "../../domain/errors.js";
 import { respondGrpcError } from "../../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
+import { unreadable } from "../../transport/unreadable-request.js";
 import { toBinaryFast } from "../protobuf/binary.js";
 import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
@@ -64,15 +64,13 @@ export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
 
 /** The one request message of a unary call: exactly one uncompressed envelope. */
 function decodeRequest(method: DescMethod, body: Buffer): unknown {
-  if (body.length < ENVELOPE_PREFIX_BYTES) throw new InvalidArgumentError("the gRPC request carries no message");
-  if (body[0] !== 0) throw new InvalidArgumentError("the gRPC request message is flagged compressed, but no grpc-encoding was given");
-  if (body.readUInt32BE(1) !== body.length - ENVELOPE_PREFIX_BYTES) {
-    throw new InvalidArgumentError("a unary gRPC request must carry exactly one message");
-  }
+  if (body.length === 0) throw unreadable.noMessage();
+  if (body.length < ENVELOPE_PREFIX_BYTES || body.readUInt32BE(1) !== body.length - ENVELOPE_PREFIX_BYTES) throw unreadable.notOneMessage();
+  if (body[0] !== 0) throw unreadable.compressedWithoutEncoding();
   try {
     return fromBinary(method.input, body.subarray(ENVELOPE_PREFIX_BYTES));
   } catch {
-    throw new InvalidArgumentError(`the request is not a valid ${method.input.typeName} message`);
+    throw unreadable.malformedMessage(method);
   }
 }
 
