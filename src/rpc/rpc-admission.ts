@@ -4,7 +4,8 @@ import { create, type DescService } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, contentTypeUnaryJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { contentTypeProto as grpcWebContentTypeProto } from "@connectrpc/connect/protocol-grpc-web";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Http2ServerRequest } from "node:http2";
@@ -81,14 +82,14 @@ function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectErro
       respondGrpcError(stream, error, request.id);
       return reply;
     }
-    const headers: Record<string, string> = { "content-type": "application/grpc-web+proto" };
+    const headers: Record<string, string> = { "content-type": grpcWebContentTypeProto };
     setTrailerStatus(new Headers(), error).forEach((value, name) => (headers[name] = value));
     headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
     endUnreadRequest(request.raw, reply.raw);
     return reply.code(200).headers(headers).send();
   }
   endUnreadRequest(request.raw, reply.raw);
-  return reply.code(codeToHttpStatus(error.code)).header("content-type", "application/json").send(Buffer.from(errorToJsonBytes(error, {})));
+  return reply.code(codeToHttpStatus(error.code)).header("content-type", contentTypeUnaryJson).send(Buffer.from(errorToJsonBytes(error, {})));
 }
 
 const gunzip = promisify(zlib.gunzip);

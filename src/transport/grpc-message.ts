@@ -1,6 +1,6 @@
 import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { contentTypeProto, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 import { closeUnreadStream } from "./unread-body.js";
 
@@ -56,7 +56,7 @@ export function encodeGrpcMessage(text: string): string {
  */
 export function respondGrpcError(stream: ServerHttp2Stream, error: ConnectError, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
-  const headers: OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto", [REQUEST_ID_HEADER]: requestId };
+  const headers: OutgoingHttpHeaders = { ":status": 200, "content-type": contentTypeProto, [REQUEST_ID_HEADER]: requestId };
   setTrailerStatus(new Headers(), error).forEach((value, name) => {
     headers[name] = value;
   });

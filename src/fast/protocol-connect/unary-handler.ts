@@ -2,7 +2,14 @@ import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { create, fromBinary, fromJsonString, toJsonString, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, contentTypeUnaryRegExp, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import {
+  codeToHttpStatus,
+  contentTypeUnaryJson,
+  contentTypeUnaryProto,
+  errorToJsonBytes,
+  parseContentType,
+  parseTimeout,
+} from "@connectrpc/connect/protocol-connect";
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
 import type { RequestClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
@@ -21,18 +28,19 @@ import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 export function createConnectUnaryHandler(caller: UnaryCaller): RequestClaim {
   return (req, res) => {
     const method = req.method === "POST" ? caller.methodAt(req.url) : undefined;
-    const contentType = headerValue(req.headers["content-type"]) ?? "";
+    const type = parseContentType(headerValue(req.headers["content-type"]) ?? null);
     const encoding = headerValue(req.headers["content-encoding"]);
     const version = headerValue(req.headers["connect-protocol-version"]);
     if (
       method === undefined ||
-      !contentTypeUnaryRegExp.test(contentType) ||
+      type === undefined ||
+      type.stream ||
       (encoding !== undefined && encoding !== "identity") ||
       (version !== undefined && version !== "1")
     ) {
       return false;
     }
-    const binary = contentType.toLowerCase() === "application/proto";
+    const binary = type.binary;
     const timeout = headerValue(req.headers["connect-timeout-ms"]);
     const requestId = requestIdOf(req.headers);
     caller
@@ -51,10 +59,10 @@ export function createConnectUnaryHandler(caller: UnaryCaller): RequestClaim {
         (reply) => (binary ? toBinaryFast(method.output, reply) : toJsonString(method.output, create(method.output, reply))),
       )
       .then(
-        (body) => respond(res, requestId, 200, binary ? "application/proto" : "application/json", body),
+        (body) => respond(res, requestId, 200, binary ? contentTypeUnaryProto : contentTypeUnaryJson, body),
         (error: ConnectError) => {
           endUnreadRequest(req, res);
-          respond(res, requestId, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {}));
+          respond(res, requestId, codeToHttpStatus(error.code), contentTypeUnaryJson, errorToJsonBytes(error, {}));
         },
       )
       // The connection can close before the answer is written; it then has nowhere to go.

@@ -1,7 +1,8 @@
 import type { ServerHttp2Stream } from "node:http2";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { contentTypeProto, parseContentType, parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
 import { respondGrpcError } from "../../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../../transport/one-port.js";
@@ -12,8 +13,7 @@ import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;
-const PROTO_CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
-const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc+proto" } as const;
+const RESPONSE_HEADERS = { ":status": 200, "content-type": contentTypeProto } as const;
 
 /**
  * The common case of gRPC, served straight off the HTTP/2 stream (see ../unary-call.ts for why): a
@@ -28,7 +28,7 @@ export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
     if (
       method === undefined ||
       headers[":method"] !== "POST" ||
-      !PROTO_CONTENT_TYPE.test(headers["content-type"] ?? "") ||
+      parseContentType(headers["content-type"] ?? null)?.binary !== true ||
       (encoding !== undefined && encoding !== "identity")
     ) {
       return false;
@@ -76,11 +76,7 @@ function decodeRequest(method: DescMethod, body: Buffer): unknown {
 
 function respondOk(stream: ServerHttp2Stream, message: Uint8Array, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
-  const frame = Buffer.allocUnsafe(ENVELOPE_PREFIX_BYTES + message.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, ENVELOPE_PREFIX_BYTES);
   stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
   stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-  stream.end(frame);
+  stream.end(encodeEnvelope(0, message));
 }
