@@ -1,15 +1,9 @@
-import type { DescService } from "@bufbuild/protobuf";
-import type { Http2StreamClaim, RequestClaim } from "../transport/one-port.js";
-import { createConnectUnaryHandler } from "./protocol-connect/unary-handler.js";
-import { createGrpcUnaryHandler } from "./protocol-grpc/unary-handler.js";
-import { useFastUtf8Encoding } from "./protobuf/text-encoding.js";
-import { createUnaryCaller, type UnaryCallerOptions } from "./unary-call.js";
-
-/*
- * relgraph's speed layer, in one place, installed by one call of the composition root (server.ts
- * for the protocols, cli/serve.ts for the store) and switched off with FAST_PATHS=off. Without it
- * every RPC goes through connect-es and every set read through node-redis; with it, answers are the
- * same (test/fast/differential.test.ts holds them to that), only cheaper:
+/**
+ * relgraph's speed layer, in one place, and switched off with FAST_PATHS=off: server.ts installs
+ * its protocol paths (installFastPaths), and the commands that open a store (serve, ingest, follow)
+ * hand the redis engine its connections (storeConnections). Without it every RPC goes through
+ * connect-es and every Redis command through node-redis; with it, answers are the same
+ * (test/fast/differential.test.ts holds them to that), only cheaper:
  *
  * - unary-call.ts: one unary call as both protocol paths run it (the gate, the deadline, errors);
  * - protocol-grpc/, protocol-connect/: unary gRPC and Connect POSTs served below Fastify;
@@ -17,9 +11,15 @@ import { createUnaryCaller, type UnaryCallerOptions } from "./unary-call.js";
  * - resp/: RESP2 connections of its own for the redis engine's id-set reads and bulk writes.
  */
 
+import type { DescService } from "@bufbuild/protobuf";
 import type { OwnConnections } from "../store/redis/own-connections.js";
+import type { Http2StreamClaim, RequestClaim } from "../transport/one-port.js";
+import { createConnectUnaryHandler } from "./protocol-connect/unary-handler.js";
+import { createGrpcUnaryHandler } from "./protocol-grpc/unary-handler.js";
+import { useFastUtf8Encoding } from "./protobuf/text-encoding.js";
 import { respIdSetReader } from "./resp/id-set-reader.js";
 import { respWriter } from "./resp/writer.js";
+import { createUnaryCaller, type UnaryCallerOptions } from "./unary-call.js";
 
 /** What the one-port server offers each request before Fastify (transport/one-port.ts). */
 export interface FastClaims {
