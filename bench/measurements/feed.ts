@@ -2,7 +2,7 @@
  * The change feed's throughput: push change records into a stream, let `relgraph follow` (a real
  * process) drain it, and count records per second from its first read to the group's last
  * acknowledgement. measureFeed is the hook `npm run bench` calls on its store of the bench
- * dataset (users u1 … uN); run directly (node dist/bench/feed.js --users N --records M), this file
+ * dataset (users u1 … uN); run directly (node dist/bench/measurements/feed.js --users N --records M), this file
  * makes its own private redis-server and graph first.
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -11,10 +11,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createClient, createCluster } from "redis";
-import { freePort, installCleanup, run, start, stopAll } from "./processes.js";
-import { createPrng } from "../src/ingest/prng.js";
+import { freePort, installCleanup, run, start, stopAll } from "../processes/processes.js";
+import { createPrng } from "../../src/ingest/prng.js";
 
-const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
 /** Options of measureFeed. */
 export interface FeedBenchOptions {

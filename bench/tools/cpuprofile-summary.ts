@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
  * Summarizes V8 .cpuprofile files (from `node --cpu-prof`, e.g. `npm run bench -- --cpu-prof DIR`):
  * self time by function and by module (npm package, relgraph file, Node internal), busy time only.
  *
- *   node dist/bench/cpuprofile-summary.js [--top N] FILE.cpuprofile ...
+ *   node dist/bench/tools/cpuprofile-summary.js [--top N] FILE.cpuprofile ...
  */
 
 interface CallFrame {
@@ -95,7 +95,7 @@ function top(map: Map<string, number>, n: number, busyUs: number): string[] {
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { top: { type: "string", default: "25" } } });
   if (positionals.length === 0) {
-    process.stderr.write("Usage: node dist/bench/cpuprofile-summary.js [--top N] FILE.cpuprofile ...\n");
+    process.stderr.write("Usage: node dist/bench/tools/cpuprofile-summary.js [--top N] FILE.cpuprofile ...\n");
     return 2;
   }
   const profiles = await Promise.all(positionals.map(async (file) => JSON.parse(await readFile(file, "utf8")) as CpuProfile));

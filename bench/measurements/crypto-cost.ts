@@ -5,9 +5,9 @@
  * Prints figures; the machine's 2 cores are shared by the key nodes and this process.
  */
 import { Wallet } from "ethers";
-import { decryptResult } from "../src/client/decrypt.js";
-import { createThresholdEncryptor } from "../src/crypto/encryptor.js";
-import { signAuthorization, startKeyNodes } from "../test/support/keynodes.js";
+import { decryptResult } from "../../src/client/decrypt.js";
+import { createThresholdEncryptor } from "../../src/crypto/encryptor.js";
+import { signAuthorization, startKeyNodes } from "../../test/support/keynodes.js";
 
 const ROUNDS = { inline: 10, pooled: 20, decrypt: 5 };
 

@@ -1,5 +1,5 @@
 import type { createClient } from "redis";
-import { USER_ID_SEQUENCE, userSetKey } from "../src/store/redis/keys.js";
+import { USER_ID_SEQUENCE, userSetKey } from "../../src/store/redis/keys.js";
 
 type RedisClient = ReturnType<typeof createClient>;
 

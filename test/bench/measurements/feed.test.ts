@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ingestRecords } from "../../src/ingest/ingest.js";
-import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import type { GraphStore } from "../../src/store/store.js";
-import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { ingestRecords } from "../../../src/ingest/ingest.js";
+import { createRedisStore } from "../../../src/store/redis/redis-store.js";
+import type { GraphStore } from "../../../src/store/store.js";
+import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
 
 /*
  * The feed's bench hook, small: it must push what it says, drain through real `relgraph follow`
@@ -10,7 +10,7 @@ import { startRedisServer, type TestRedisServer } from "../support/redis-servers
  * bench` runs it, since it starts dist/src/cli/main.js beside itself.
  */
 
-type FeedBench = typeof import("../../bench/feed.js");
+type FeedBench = typeof import("../../../bench/measurements/feed.js");
 
 describe("measureFeed", () => {
   let server: TestRedisServer;
@@ -18,7 +18,7 @@ describe("measureFeed", () => {
   let bench: FeedBench;
   const users = 200;
   beforeAll(async () => {
-    bench = (await import(new URL("../../dist/bench/feed.js", import.meta.url).href)) as FeedBench;
+    bench = (await import(new URL("../../../dist/bench/measurements/feed.js", import.meta.url).href)) as FeedBench;
     server = await startRedisServer();
     store = await createRedisStore({ url: server.url });
     await ingestRecords(store, Array.from({ length: users }, (_, i) => ({ type: "user", relationId: `u${i + 1}`, addresses: [] })));

@@ -1,6 +1,6 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpPacerClient, type HttpPacerClient } from "../../bench/http-pacer.js";
+import { createHttpPacerClient, type HttpPacerClient } from "../../../bench/load/http-pacer.js";
 
 /*
  * The bench's paced HTTP client reads answers out of one reused buffer, so its framing is its own:

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { CHANGE_USER, changeMix, changeMixKinds, friendChurn, MIX, type ChangeKind } from "../../bench/changes.js";
-import { ingestRecords } from "../../src/ingest/ingest.js";
-import { createMemoryStore } from "../../src/store/index.js";
+import { CHANGE_USER, changeMix, changeMixKinds, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
+import { ingestRecords } from "../../../src/ingest/ingest.js";
+import { createMemoryStore } from "../../../src/store/index.js";
 
 /*
  * The living-graph bench measures relgraph on these records, so they must be what the issue asks

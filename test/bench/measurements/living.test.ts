@@ -3,10 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ingestRecords } from "../../src/ingest/ingest.js";
-import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import type { GraphStore } from "../../src/store/store.js";
-import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { ingestRecords } from "../../../src/ingest/ingest.js";
+import { createRedisStore } from "../../../src/store/redis/redis-store.js";
+import type { GraphStore } from "../../../src/store/store.js";
+import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
 
 /*
  * The living-graph measurements, small, end to end: real `relgraph ingest`, `relgraph follow` and two
@@ -15,9 +15,9 @@ import { startRedisServer, type TestRedisServer } from "../support/redis-servers
  * Loaded from dist/, as `npm run bench` runs it, since it starts dist/src/cli/main.js beside itself.
  */
 
-type Living = typeof import("../../bench/living.js");
-type Processes = typeof import("../../bench/processes.js");
-type Siwe = typeof import("../../bench/siwe-auth.js");
+type Living = typeof import("../../../bench/measurements/living.js");
+type Processes = typeof import("../../../bench/processes/processes.js");
+type Siwe = typeof import("../../../bench/workload/siwe-auth.js");
 
 describe("measureLiving", () => {
   let server: TestRedisServer;
@@ -29,10 +29,10 @@ describe("measureLiving", () => {
   const users = 200;
   const wallet = new Wallet(`0x${"42".repeat(32)}`);
   beforeAll(async () => {
-    const dist = (file: string) => new URL(`../../dist/bench/${file}`, import.meta.url).href;
-    living = (await import(dist("living.js"))) as Living;
-    processes = (await import(dist("processes.js"))) as Processes;
-    siwe = (await import(dist("siwe-auth.js"))) as Siwe;
+    const dist = (file: string) => new URL(`../../../dist/bench/${file}`, import.meta.url).href;
+    living = (await import(dist("measurements/living.js"))) as Living;
+    processes = (await import(dist("processes/processes.js"))) as Processes;
+    siwe = (await import(dist("workload/siwe-auth.js"))) as Siwe;
     work = await mkdtemp(path.join(os.tmpdir(), "relgraph-living-test-"));
     server = await startRedisServer();
     store = await createRedisStore({ url: server.url });
@@ -53,7 +53,7 @@ describe("measureLiving", () => {
 
   it("measures change throughput, reads under changes and withdrawal latency", async () => {
     const apiKey = "living-test-key";
-    const main = new URL("../../dist/src/cli/main.js", import.meta.url).pathname;
+    const main = new URL("../../../dist/src/cli/main.js", import.meta.url).pathname;
     const serve = async () => {
       const port = await processes.freePort();
       const child = await processes.start(process.execPath, [main, "serve"], {

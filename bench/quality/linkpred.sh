@@ -1,10 +1,10 @@
 #!/bin/sh
 # The recommendation-quality table of the README: held-out link prediction on the four real
 # graphs, 5 seeds each, hiding 10% of the edges, 1,000 sampled users per seed. Reports go to
-# bench/results/linkpred-*.{md,json}. Run bench/data/fetch.sh first. Runs at low priority.
+# bench/results/linkpred-*.{md,json}. Run bench/quality/data/fetch.sh first. Runs at low priority.
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
-data="$root/bench/data"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data="$root/bench/quality/data"
 out="$root/bench/results"
 relgraph="nice -n 15 node $root/dist/src/cli/main.js eval linkpred --seeds 5 --hide 0.1 --k 10 --users ${USERS:-1000}"
 mkdir -p "$out"

@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { Wallet } from "ethers";
-import type { IngestRecord } from "../src/ingest/format.js";
-import { generateRecords } from "../src/ingest/generate.js";
-import { createPrng, type Prng } from "../src/ingest/prng.js";
-import { buildAdjacency, type Adjacency } from "../src/ingest/adjacency.js";
+import type { IngestRecord } from "../../src/ingest/format.js";
+import { generateRecords } from "../../src/ingest/generate.js";
+import { createPrng, type Prng } from "../../src/ingest/prng.js";
+import { buildAdjacency, type Adjacency } from "../../src/ingest/adjacency.js";
 import { commonCount } from "./graph-index.js";
 
 /*

@@ -2,14 +2,14 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
-import { createRelgraphClient, type RelationshipGraphEntry } from "../src/client/index.js";
-import { changeMix, friendChurn } from "./changes.js";
+import { createRelgraphClient, type RelationshipGraphEntry } from "../../src/client/index.js";
+import { changeMix, friendChurn } from "../workload/changes.js";
 import { measureFeed } from "./feed.js";
-import { gets, httpSaturate, type HttpTarget } from "./http-load.js";
-import type { LoadResult } from "./load.js";
-import type { LivingId } from "./options.js";
-import { cpuSeconds, run, start, type Managed } from "./processes.js";
-import type { Authorization } from "./siwe-auth.js";
+import { gets, httpSaturate, type HttpTarget } from "../load/http-load.js";
+import type { LoadResult } from "../load/load.js";
+import type { LivingId } from "../options.js";
+import { cpuSeconds, run, start, type Managed } from "../processes/processes.js";
+import type { Authorization } from "../workload/siwe-auth.js";
 
 /*
  * Issue 14's "Speed" table: what relgraph does while its graph changes. Change throughput through
@@ -18,7 +18,7 @@ import type { Authorization } from "./siwe-auth.js";
  * bench's own store after the read-only operations, so their figures are of the unchanged dataset.
  */
 
-const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 /** The stream the bench's feed measurements use (emptied first); not relgraph's default. */
 const STREAM = "relgraph:bench-changes";
 /** Background change rate of the "while changes flow" measurements (the issue's figure). */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fetches the real graphs the recommendation-quality evaluation runs on, and converts them to
-# relgraph JSON Lines beside this script (bench/data/*.jsonl, not committed):
+# relgraph JSON Lines beside this script (bench/quality/data/*.jsonl, not committed):
 #   - email-Enron, pgp-strong-2009, hep-th and cond-mat-2005 from Debian's python3-graph-tool
 #     package (graph_tool/collection/*.gt.gz), fetched with apt-get download (no install, no root);
 #   - the Nostr follow graph shipped in the npm package nostr-social-graph (MIT), fetched with npm pack.
@@ -8,7 +8,7 @@
 # build (npm run build). Re-running skips what is already there.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 relgraph="node $root/dist/src/cli/main.js"
 GRAPH_TOOL_DEB=python3-graph-tool=2.45+ds-10
 NOSTR_PACKAGE=nostr-social-graph@1.0.36

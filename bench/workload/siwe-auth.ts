@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Wallet } from "ethers";
 import { SiweMessage } from "siwe";
-import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../src/auth/siwe.js";
+import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../../src/auth/siwe.js";
 
 /** A signed SIWE authorization, as the `sig` and `message` query parameters carry it. */
 export interface Authorization {

@@ -17,13 +17,13 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
-import { ErrorDetailSchema, RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
-import { loadConfig } from "../src/config/config.js";
-import { generateRecords } from "../src/ingest/generate.js";
-import { ingestRecords } from "../src/ingest/ingest.js";
-import { createRelgraph } from "../src/relgraph.js";
-import { createCachedStore } from "../src/store/cache/cached-store.js";
-import { createMemoryStore } from "../src/store/memory/memory-store.js";
+import { ErrorDetailSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
+import { loadConfig } from "../../src/config/config.js";
+import { generateRecords } from "../../src/ingest/generate.js";
+import { ingestRecords } from "../../src/ingest/ingest.js";
+import { createRelgraph } from "../../src/relgraph.js";
+import { createCachedStore } from "../../src/store/cache/cached-store.js";
+import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 
 /** The codes an answer may carry (contract.md, "Codes"); 50000 and 50300 are server failures, and fail the run. */
 const CLIENT_CODES = new Set(["10001", "10002", "10100", "10101", "10102", "10110", "11600", "11602", "11603"]);

@@ -1,8 +1,8 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGrpcClient, GRPC_CHANNELS } from "../../bench/rpc-clients.js";
-import { addr, fixtureRecords } from "../support/fixtures.js";
-import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
+import { createGrpcClient, GRPC_CHANNELS } from "../../../bench/load/rpc-clients.js";
+import { addr, fixtureRecords } from "../../support/fixtures.js";
+import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../../support/relgraph-server.js";
 
 /*
  * The bench's gRPC load must reach relgraph over several connections, as REST's does: grpc-js

@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape }
 import { createClient, type CallOptions } from "@connectrpc/connect";
 import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import grpc from "@grpc/grpc-js";
-import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
+import { RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import type { HttpRequest } from "./http-load.js";
 import type { Call } from "./load.js";
 

@@ -1,8 +1,8 @@
-import { addressAssetsKey, userSetKey } from "../src/store/redis/keys.js";
-import type { Dataset, PairBand, UserPair } from "./dataset.js";
-import type { OpId, Via } from "./options.js";
-import type { RpcName, RpcRequest } from "./rpc-clients.js";
-import type { Authorization } from "./siwe-auth.js";
+import { addressAssetsKey, userSetKey } from "../../src/store/redis/keys.js";
+import type { Dataset, PairBand, UserPair } from "../workload/dataset.js";
+import type { OpId, Via } from "../options.js";
+import type { RpcName, RpcRequest } from "../load/rpc-clients.js";
+import type { Authorization } from "../workload/siwe-auth.js";
 
 /** The page size every paged query asks for ("20 users hydrated"). */
 export const PAGE_SIZE = 20;

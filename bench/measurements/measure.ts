@@ -1,10 +1,10 @@
-import { gets, httpAtRate, httpSaturate, type HttpTarget } from "./http-load.js";
-import { closedLoop, openLoop, type LoadResult } from "./load.js";
-import type { Via } from "./options.js";
+import { gets, httpAtRate, httpSaturate, type HttpTarget } from "../load/http-load.js";
+import { closedLoop, openLoop, type LoadResult } from "../load/load.js";
+import type { Via } from "../options.js";
 import type { OpPlan } from "./ops.js";
-import { cpuSeconds, machineBusySeconds } from "./processes.js";
-import { redisBenchmark } from "./redis-benchmark.js";
-import { CONNECT_POST_HEADERS, connectPosts, probeConnectPost, type RpcClient } from "./rpc-clients.js";
+import { cpuSeconds, machineBusySeconds } from "../processes/processes.js";
+import { redisBenchmark } from "../processes/redis-benchmark.js";
+import { CONNECT_POST_HEADERS, connectPosts, probeConnectPost, type RpcClient } from "../load/rpc-clients.js";
 
 /** Where everything runs, for one bench run. */
 export interface BenchTargets {
