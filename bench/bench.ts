@@ -8,17 +8,17 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
 import { TRACKING_CLIENT_NAME } from "../src/store/redis/tracking.js";
-import { effectiveCores } from "./calibrate.js";
-import { createDataset, type Dataset } from "./dataset.js";
-import { measureLiving, type LivingResult } from "./living.js";
-import { measureOp, type BenchTargets, type OpResult } from "./measure.js";
+import { effectiveCores } from "./load/calibrate.js";
+import { createDataset, type Dataset } from "./workload/dataset.js";
+import { measureLiving, type LivingResult } from "./measurements/living.js";
+import { measureOp, type BenchTargets, type OpResult } from "./measurements/measure.js";
 import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js";
-import { planOp } from "./ops.js";
-import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes.js";
-import { measureRedisMemory, type RedisMemory } from "./redis-memory.js";
+import { planOp } from "./measurements/ops.js";
+import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes/processes.js";
+import { measureRedisMemory, type RedisMemory } from "./processes/redis-memory.js";
 import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
-import { createConnectClient, createGrpcClient, GRPC_CHANNELS } from "./rpc-clients.js";
-import { signAuthorizations } from "./siwe-auth.js";
+import { createConnectClient, createGrpcClient, GRPC_CHANNELS } from "./load/rpc-clients.js";
+import { signAuthorizations } from "./workload/siwe-auth.js";
 
 /*
  * `npm run bench`: the end-to-end benchmark of relgraph over a private Redis (see HELP in
@@ -26,7 +26,7 @@ import { signAuthorizations } from "./siwe-auth.js";
  */
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
-const PEER = fileURLToPath(new URL("./peer-server.js", import.meta.url));
+const PEER = fileURLToPath(new URL("./processes/peer-server.js", import.meta.url));
 const WALLET_USERS = 20;
 const PAIRS_PER_BAND = 50;
 /**
@@ -199,7 +199,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
 
   const checks = evaluateTargets(ops, ingestion, memory, living);
   process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, living, targets: checks })}\n`);
-  if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/cpuprofile-summary.js FILE)\n`);
+  if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/tools/cpuprofile-summary.js FILE)\n`);
   const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, checks, redisVersion, heapFlags, cores });
   process.stdout.write(`Results: ${file}\n`);
   if (relgraphExit === null) return 0;

@@ -1,7 +1,7 @@
-import type { LivingResult } from "./living.js";
-import type { OpResult, Row } from "./measure.js";
+import type { LivingResult } from "./measurements/living.js";
+import type { OpResult, Row } from "./measurements/measure.js";
 import type { OpId, Via } from "./options.js";
-import type { RedisMemory } from "./redis-memory.js";
+import type { RedisMemory } from "./processes/redis-memory.js";
 
 /** Ingestion through `relgraph ingest`. */
 export interface Ingestion {

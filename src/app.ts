@@ -6,16 +6,17 @@ import type { SiweVerifier } from "./auth/siwe.js";
 import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { restFacade } from "./rest/facade.js";
-import { toPublicError } from "./rpc/errors.js";
 import type { AdmittingGate } from "./auth/request-gate.js";
 import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
-import { ADMITTED, createApiKeyInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
+import { ADMITTED, createApiKeyInterceptor, createDeadlineInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
+import { withContractRefusals } from "./rpc/protocol-errors.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
 import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
+import { toPublicError } from "./transport/errors.js";
 import { registerCors } from "./web/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
 
@@ -42,7 +43,7 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
-  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in server.ts. */
+  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in fast/unary-call.ts. */
   metrics?: RelgraphMetrics;
 }
 
@@ -82,7 +83,11 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     routes(router) {
       router.service(RelationService, service, {
         // The error interceptor is outermost, so ApiKey failures are translated too.
-        interceptors: [createErrorInterceptor(app.log), createApiKeyInterceptor(gate)],
+        interceptors: [createErrorInterceptor(app.log), createDeadlineInterceptor(), createApiKeyInterceptor(gate)],
+      });
+      // What connect-es refuses before the interceptors run is answered in the contract's codes too.
+      router.handlers.forEach((handler, i) => {
+        if (handler.service === RelationService) router.handlers[i] = withContractRefusals(handler, { maxRequestBytes, log: app.log });
       });
       // Reflection carries only the public schema, so it needs no ApiKey: `buf curl` works bare.
       registerReflection(router, { services: [RelationService] });

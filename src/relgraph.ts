@@ -97,6 +97,7 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
         idleTimeoutMs: config.idleTimeoutMs,
         maxConcurrentStreams: config.maxConcurrentStreams,
       },
+      fastPaths: config.fastPaths,
     },
   );
   const closeResources = async () => {

@@ -3,13 +3,10 @@ import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
 import { redactUrlsDeep } from "./config/redact.js";
-import { createConnectUnaryPath } from "./rpc/connect-unary.js";
-import { createGrpcUnaryPath } from "./rpc/grpc-unary.js";
-import { useFastUtf8Encoding } from "./rpc/text-encoding.js";
-import { createUnaryCaller } from "./rpc/unary-call.js";
+import { installFastPaths, type FastClaims } from "./fast/index.js";
 import { answerClientError } from "./transport/client-errors.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
-import { createOnePortServer, type Http2StreamClaim, type SlowClientLimits, type OnePortHandler, type RequestClaim } from "./transport/one-port.js";
+import { createOnePortServer, type SlowClientLimits, type OnePortHandler } from "./transport/one-port.js";
 
 /** Options of createServer. */
 export interface ServerOptions {
@@ -19,6 +16,8 @@ export interface ServerOptions {
   closeGraceMs?: number;
   /** Timeouts and HTTP/2 stream limits against slow clients; the transport's defaults otherwise. */
   limits?: Partial<SlowClientLimits>;
+  /** FAST_PATHS: serve unary gRPC and Connect calls through the speed layer (fast/); false leaves every call to connect-es. Default true. */
+  fastPaths?: boolean;
 }
 
 /** Query parameters that are credentials: a SIWE authorization stays valid until it expires. */
@@ -30,7 +29,6 @@ const SECRET_QUERY_PARAMS = ["sig", "message"];
  */
 export async function createServer(app: AppOptions, options: ServerOptions): Promise<FastifyInstance> {
   const closeGraceMs = options.closeGraceMs ?? 5_000;
-  useFastUtf8Encoding();
   const logger: FastifyServerOptions["logger"] =
     options.logLevel === false
       ? false
@@ -44,10 +42,10 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
             cause: (cause: unknown) => redactUrlsDeep(cause instanceof Error ? stdSerializers.err(cause) : cause),
           },
         };
-  // Unary gRPC and Connect calls are served below Fastify (rpc/unary-call.ts says why). They log
-  // through Fastify's logger, which exists only once Fastify has called the server factory.
-  let grpcUnary: Http2StreamClaim = () => false;
-  let connectUnary: RequestClaim = () => false;
+  // With the speed layer, unary gRPC and Connect calls are served below Fastify (fast/unary-call.ts
+  // says why). They log through Fastify's logger, which exists only once Fastify has called the
+  // server factory: the claims are installed after it.
+  let fast: FastClaims | null = null;
   const server = Fastify({
     logger,
     // Fastify's handler serves HTTP/2 compatibility requests as well as HTTP/1.1 ones.
@@ -55,9 +53,8 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
       createOnePortServer(handler as OnePortHandler, {
         closeGraceMs,
         limits: options.limits,
-        claimStream: (stream, headers) => grpcUnary(stream, headers),
-        // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
-        claimRequest: (req, res) => req.headers.origin === undefined && connectUnary(req, res),
+        claimStream: (stream, headers) => fast !== null && fast.claimStream(stream, headers),
+        claimRequest: (req, res) => fast !== null && fast.claimRequest(req, res),
       }),
     // Keep-alive HTTP/1.1 connections must not hold up a shutdown.
     forceCloseConnections: "idle",
@@ -72,16 +69,16 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
   server.addHook("onRequest", async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
-  const unary = createUnaryCaller({
-    service: RelationService,
-    impl: app.service,
-    gate: app.gate,
-    log: server.log,
-    maxRequestBytes: app.maxRequestBytes,
-    observe: app.metrics?.observeRequest,
-  });
-  grpcUnary = createGrpcUnaryPath(unary);
-  connectUnary = createConnectUnaryPath(unary);
+  if (options.fastPaths !== false) {
+    fast = installFastPaths({
+      service: RelationService,
+      impl: app.service,
+      gate: app.gate,
+      log: server.log,
+      maxRequestBytes: app.maxRequestBytes,
+      observe: app.metrics?.observeRequest,
+    });
+  }
   await server.register(relgraphApp, app);
   return server;
 }

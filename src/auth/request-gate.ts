@@ -1,7 +1,17 @@
 import type { RateLimitState } from "../domain/errors.js";
-import type { RequestGate } from "../rpc/interceptors.js";
 import type { ApiKeyAuthenticator } from "./api-keys.js";
 import type { ApiKeyRateLimiter } from "./api-key-rate-limit.js";
+
+/** Name of the metadata entry (gRPC) / header (Connect, REST) that carries the ApiKey. */
+export const API_KEY_HEADER = "apikey";
+
+/**
+ * Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors.
+ * What it resolves with is the gate's own (REST sends its rate-limit state as headers).
+ */
+export interface RequestGate {
+  admit(apiKey: string | undefined): Promise<unknown>;
+}
 
 /** What admitting a request tells: where its ApiKey stands in its rate-limit window (null: unlimited). */
 export interface Admission {

@@ -17,7 +17,7 @@ Commands:
   eval linkpred|convert           measure recommendation quality on held-out edges
 
 Run "relgraph <command> --help" for a command's options, "relgraph --version" for the version.
-Configuration comes from the environment; see README.md ("Configuration").
+Configuration comes from the environment; see README.md ("Configure").
 `;
 
 const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };

@@ -4,6 +4,7 @@ import { loadDemoDataset } from "../ingest/demo.js";
 import { IngestValidationError, ingestFiles } from "../ingest/ingest.js";
 import { createRelgraph } from "../relgraph.js";
 import { closeOnSignals } from "../server.js";
+import { storeConnections } from "../fast/index.js";
 import { createStore } from "../store/index.js";
 
 const HELP = `Usage: relgraph serve [--port P] [--data FILE.jsonl ...]
@@ -56,7 +57,8 @@ export async function runServe(argv: string[], io: ServeIo): Promise<number> {
     return 2;
   }
 
-  const store = await createStore(config);
+  // The speed layer's connections (FAST_PATHS); server.ts installs its protocol paths.
+  const store = await createStore(config, { ownConnections: storeConnections(config) });
   const say = (line: string) => io.stdout.write(`${line}\n`);
   const embedded = store.engine === "memory";
   if (!embedded && values.data.length > 0) {

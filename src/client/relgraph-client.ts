@@ -12,7 +12,7 @@ import {
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import type { EncryptedPayload } from "../crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../crypto/key-network.js";
-import { toContractJson } from "../rpc/json.js";
+import { toContractJson } from "../transport/contract-json.js";
 import { decryptResult, fetchKeyNetwork } from "./decrypt.js";
 import { createSiweMessage, type AuthorizedOperation } from "./siwe-message.js";
 
@@ -175,7 +175,7 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
 
   /**
    * Calls `operation` with `params` (proto JSON names) and returns the response in the contract's
-   * JSON (rpc/json.ts, as the REST envelope writes it), so answers look the same on every protocol.
+   * JSON (transport/contract-json.ts, as the REST envelope writes it), so answers look the same on every protocol.
    */
   const call = async (operation: Operation, params: Params): Promise<JsonObject> => {
     if (rpc === null) return restCall(doFetch, baseUrl, options.apiKey, REST_PATHS[operation], params, timeoutMs);

@@ -69,6 +69,8 @@ export interface Config {
   recommendSnapshotsPerUser: number;
   /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most 24 KB); a new chain past it is refused with 10110. */
   recommendSnapshotLimit: number;
+  /** FAST_PATHS: "off" sends every request through connect-es and node-redis, without the speed layer (src/fast/). */
+  fastPaths: boolean;
 }
 
 /** Fields whose values must never be logged. */
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     recommendFirstHopCap: integer(env, "RECOMMEND_FIRST_HOP_CAP", DEFAULT_RECOMMENDATION_LIMITS.firstHopCap, 1, 1_000_000),
     recommendSnapshotsPerUser: integer(env, "RECOMMEND_SNAPSHOTS_PER_USER", DEFAULT_RECOMMENDATION_LIMITS.snapshotsPerUser, 1, 1_000_000),
     recommendSnapshotLimit: integer(env, "RECOMMEND_SNAPSHOT_LIMIT", DEFAULT_RECOMMENDATION_LIMITS.snapshotLimit, 1, 1_000_000_000),
+    fastPaths: oneOf(env, "FAST_PATHS", ["on", "off"] as const, "on") === "on",
     ...overrides,
   };
   for (const seed of config.redisClusterNodes) {

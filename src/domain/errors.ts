@@ -1,5 +1,5 @@
 /**
- * relgraph's domain errors. Each carries the contract's string code; rpc/errors.ts is the one place
+ * relgraph's domain errors. Each carries the contract's string code; transport/errors.ts is the one place
  * that turns them into a Connect code, an HTTP status and an envelope. `message` is the client-facing
  * `desc`, so it names the parameter at fault and never carries internals.
  */
@@ -82,7 +82,7 @@ export class InvalidArgumentError extends RelgraphError {
 
 /**
  * Thrown when a request body is larger than MAX_REQUEST_BYTES, before or after decompression. It is a
- * bad request (11600) that HTTP shows as 413 and gRPC as RESOURCE_EXHAUSTED (rpc/errors.ts).
+ * bad request (11600) that HTTP shows as 413 and gRPC as RESOURCE_EXHAUSTED (transport/errors.ts).
  */
 export class RequestTooLargeError extends RelgraphError {
   readonly code = "11600";

@@ -1,4 +1,4 @@
-import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   MultiDimensionalRecommendationResponseSchema,
@@ -9,13 +9,10 @@ import {
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
-import { toPublicError } from "../rpc/errors.js";
-import type { AdmittingGate } from "../auth/request-gate.js";
-import { API_KEY_HEADER } from "../rpc/interceptors.js";
-import { toContractJson } from "../rpc/json.js";
-import { tooLarge } from "../rpc/unary-call.js";
+import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
+import { toContractJson } from "../transport/contract-json.js";
+import { tooLarge, toPublicError } from "../transport/errors.js";
 import { endUnreadRequest } from "../transport/unread-body.js";
-import type { RelationServiceMethods } from "../rpc/relation-service.js";
 import {
   decodeMutualContractInteraction,
   decodeMutualFriend,
@@ -25,12 +22,23 @@ import {
   type Query,
 } from "./codec.js";
 
+type RelationMethods = typeof RelationService.method;
+
+/**
+ * What the facade calls: the RelationService implementation (rpc/relation-service.ts), one async
+ * method per RPC taking its request message. Typed from the service's descriptor, so that the facade
+ * depends on the schema, not on the RPC layer.
+ */
+export type RelationServiceCalls = {
+  [Name in keyof RelationMethods]: (request: MessageShape<RelationMethods[Name]["input"]>) => Promise<MessageInitShape<RelationMethods[Name]["output"]>>;
+};
+
 /** One REST route: a path, the codec of its request message, the RPC, and the response schema. */
 interface Route<Res extends DescMessage> {
   path: string;
   /** The RPC it transcodes onto; web/openapi.ts describes the route from it. */
   method: DescMethod;
-  call: (service: RelationServiceMethods, query: Query) => Promise<MessageInitShape<Res>>;
+  call: (service: RelationServiceCalls, query: Query) => Promise<MessageInitShape<Res>>;
   response: Res;
 }
 
@@ -65,7 +73,7 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
 
 /** Options of the REST facade plugin. */
 export interface RestFacadeOptions {
-  service: RelationServiceMethods;
+  service: RelationServiceCalls;
   gate: AdmittingGate;
   /** Largest request body (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;

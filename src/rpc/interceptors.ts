@@ -1,16 +1,9 @@
-import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-
-/**
- * Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors.
- * What it resolves with is the gate's own (REST sends its rate-limit state as headers).
- */
-export interface RequestGate {
-  admit(apiKey: string | undefined): Promise<unknown>;
-}
-
-/** Name of the metadata entry (gRPC) / header (Connect, REST) that carries the ApiKey. */
-export const API_KEY_HEADER = "apikey";
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
+import { DeadlineExceeded, withDeadline } from "../transport/deadline.js";
+import { toConnectError, type ErrorLogger } from "../transport/errors.js";
 
 /** Set on calls that were admitted before their body was read (rpc-admission.ts), so they are not counted twice. */
 export const ADMITTED = createContextKey(false, { description: "relgraph: ApiKey already admitted" });
@@ -32,7 +25,33 @@ export function createErrorInterceptor(log: ErrorLogger): Interceptor {
     try {
       return await next(req);
     } catch (err) {
+      // A deadline the client set is the client's, as on the fast paths (fast/unary-call.ts).
+      if (err instanceof ConnectError && err.code === Code.DeadlineExceeded) throw err;
       throw toConnectError(err, log);
+    }
+  };
+}
+
+/**
+ * Ends a call at the client's deadline (grpc-timeout, connect-timeout-ms), as the fast paths do:
+ * connect-es answers only once the implementation returns, and its own deadline signal fires after
+ * 1 ms for a deadline past Node's longest timer. A malformed deadline never gets here: connect-es
+ * refuses it first (protocol-errors.ts).
+ */
+export function createDeadlineInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    const grpcTimeout = req.header.get("grpc-timeout");
+    const connectTimeout = req.header.get("connect-timeout-ms");
+    const { timeoutMs } =
+      grpcTimeout !== null
+        ? parseGrpcTimeout(grpcTimeout, Number.MAX_SAFE_INTEGER)
+        : connectTimeout !== null
+          ? parseConnectTimeout(connectTimeout, Number.MAX_SAFE_INTEGER)
+          : { timeoutMs: undefined };
+    try {
+      return await withDeadline(next(req), timeoutMs);
+    } catch (err) {
+      throw err instanceof DeadlineExceeded ? err.error : err;
     }
   };
 }

@@ -22,7 +22,7 @@ import type { ResultEncryptor } from "../crypto/encryptor.js";
 import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
 import type { UserRecord } from "../domain/model.js";
 import type { GraphQueries } from "../graph/queries.js";
-import { toContractJson } from "./json.js";
+import { toContractJson } from "../transport/contract-json.js";
 import { addressList, identityList, pageRequest, singleIdentity, type SingleIdentityFields } from "./params.js";
 
 /** What the service needs; everything is injected so each protocol and test shares one implementation. */

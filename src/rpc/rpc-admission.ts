@@ -4,17 +4,16 @@ import { create, type DescService } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, contentTypeUnaryJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { contentTypeProto as grpcWebContentTypeProto } from "@connectrpc/connect/protocol-grpc-web";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Http2ServerRequest } from "node:http2";
-import { encodeGrpcMessage } from "../transport/grpc-message.js";
-import { endUnreadRequest } from "../transport/unread-body.js";
-import { respondError } from "./grpc-unary.js";
+import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
 import { InvalidArgumentError } from "../domain/errors.js";
-import { toConnectError, type ErrorLogger } from "./errors.js";
-import { API_KEY_HEADER, type RequestGate } from "./interceptors.js";
-import { headerValue, tooLarge } from "./unary-call.js";
+import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
+import { encodeGrpcMessage, respondGrpcError } from "../transport/grpc-message.js";
+import { endUnreadRequest } from "../transport/unread-body.js";
 
 /*
  * What connect-es reads, it reads before any interceptor runs: a call's ApiKey interceptor saw the
@@ -80,17 +79,17 @@ function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectErro
     if (!grpcWeb && stream !== undefined) {
       // gRPC's trailers-only form, as the fast path answers it: one HEADERS frame that ends the stream.
       reply.hijack();
-      respondError(stream, error, request.id);
+      respondGrpcError(stream, error, request.id);
       return reply;
     }
-    const headers: Record<string, string> = { "content-type": "application/grpc-web+proto" };
+    const headers: Record<string, string> = { "content-type": grpcWebContentTypeProto };
     setTrailerStatus(new Headers(), error).forEach((value, name) => (headers[name] = value));
     headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
     endUnreadRequest(request.raw, reply.raw);
     return reply.code(200).headers(headers).send();
   }
   endUnreadRequest(request.raw, reply.raw);
-  return reply.code(codeToHttpStatus(error.code)).header("content-type", "application/json").send(Buffer.from(errorToJsonBytes(error, {})));
+  return reply.code(codeToHttpStatus(error.code)).header("content-type", contentTypeUnaryJson).send(Buffer.from(errorToJsonBytes(error, {})));
 }
 
 const gunzip = promisify(zlib.gunzip);
@@ -117,4 +116,9 @@ export function cappedCompressions(maxBytes: number, log: ErrorLogger): Compress
     },
   });
   return [capped("gzip", gunzip, (b) => gzip(b)), capped("br", brotliDecompress, (b) => brotliCompress(b))];
+}
+
+/** The first value of a header. */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -2,6 +2,7 @@ import type { Config } from "../config/config.js";
 import { createCachedStore } from "./cache/cached-store.js";
 import { createMemoryStore } from "./memory/memory-store.js";
 import { createRedisStore } from "./redis/redis-store.js";
+import type { OwnConnections } from "./redis/own-connections.js";
 import type { ChangeNotifier, GraphStore } from "./store.js";
 
 export type { GraphStore } from "./store.js";
@@ -28,13 +29,18 @@ export interface OpenOptions {
    * follow`. Default true.
    */
   readCaches?: boolean;
+  /** The redis engine's own connections for set reads and bulk writes (the speed layer's, fast/); node-redis otherwise. */
+  ownConnections?: OwnConnections;
 }
 
 /** The engines, by registered name. */
 export const ENGINES: Readonly<Record<string, EngineFactory>> = {
   memory: async () => createMemoryStore(),
   redis: (config, options) =>
-    createRedisStore({ url: config.redisUrl ?? "" }, { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false }),
+    createRedisStore(
+      { url: config.redisUrl ?? "" },
+      { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false, ownConnections: options.ownConnections },
+    ),
   "redis-cluster": (config, options) =>
     createRedisStore({ clusterNodes: config.redisClusterNodes }, { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false }),
 };

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { MAX_DEADLINE_MS } from "../rpc/unary-call.js";
+import { MAX_DEADLINE_MS } from "./deadline.js";
 
 /** The longest grpc-timeout Node can keep: MAX_DEADLINE_MS in whole seconds (the spec allows at most 8 digits). */
 const MAX_GRPC_TIMEOUT = `${Math.floor(MAX_DEADLINE_MS / 1000)}S`;
@@ -9,7 +9,7 @@ const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M
  * Rewrites a deadline header (gRPC and gRPC-Web's grpc-timeout, Connect's connect-timeout-ms) that
  * is longer than Node's timers can hold to the longest they can. connect-es arms a timer with the
  * client's deadline as given, and Node fires one of 2^31 ms or more after 1 ms, failing the call at
- * once (issue 15, item 12). The fast paths clamp when they arm theirs (rpc/unary-call.ts); this covers
+ * once (issue 15, item 12). The fast paths clamp when they arm theirs (fast/unary-call.ts, rpc/interceptors.ts); this covers
  * the calls connect-es serves. Malformed values are left for connect-es to refuse.
  */
 export function clampDeadlineHeaders(headers: IncomingHttpHeaders): void {

@@ -1,5 +1,8 @@
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import type { OutgoingHttpHeaders } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { ConnectError } from "@connectrpc/connect";
+import { contentTypeProto, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { REQUEST_ID_HEADER } from "./request-id.js";
+import { closeUnreadStream } from "./unread-body.js";
 
 /**
  * Re-encodes the `grpc-message` header of gRPC responses the way the gRPC spec says: only `%` and
@@ -45,4 +48,19 @@ export function encodeGrpcMessage(text: string): string {
     encoded += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return encoded;
+}
+
+/**
+ * A trailers-only response: connect-es's own setTrailerStatus builds grpc-status and
+ * grpc-status-details-bin, and grpc-message is encoded as the gRPC spec says.
+ */
+export function respondGrpcError(stream: ServerHttp2Stream, error: ConnectError, requestId: string): void {
+  if (stream.destroyed || stream.closed) return;
+  const headers: OutgoingHttpHeaders = { ":status": 200, "content-type": contentTypeProto, [REQUEST_ID_HEADER]: requestId };
+  setTrailerStatus(new Headers(), error).forEach((value, name) => {
+    headers[name] = value;
+  });
+  headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
+  stream.respond(headers, { endStream: true });
+  closeUnreadStream(stream);
 }

@@ -1,7 +1,7 @@
 import { cors as connectCors } from "@connectrpc/connect";
 import fastifyCors, { type FastifyCorsOptions } from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
-import { API_KEY_HEADER } from "../rpc/interceptors.js";
+import { API_KEY_HEADER } from "../auth/request-gate.js";
 
 /**
  * Cross-origin access for browsers (CORS_ORIGINS), shared by the relgraph server and standalone key

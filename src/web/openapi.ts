@@ -16,12 +16,12 @@ import {
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 import { demoWallet } from "../ingest/demo-wallet.js";
 import { REST_ROUTES } from "../rest/facade.js";
-import { toPublicError } from "../rpc/errors.js";
+import { toPublicError } from "../transport/errors.js";
 
 /**
  * The OpenAPI 3.1 document of relgraph's HTTP surface, generated when the server starts: the REST
  * operations come from the facade's route table (rest/facade.ts) and the proto descriptors of their
- * RPCs, their error answers from the one error mapping (rpc/errors.ts). Nothing about an operation
+ * RPCs, their error answers from the one error mapping (transport/errors.ts). Nothing about an operation
  * is written down twice, so the document cannot drift from what the server does.
  */
 
@@ -313,7 +313,7 @@ const ERROR_ENVELOPE: Json = {
   },
 };
 
-/** JSON Schema of a message as relgraph writes it (rpc/json.ts): every field present, unset messages null. */
+/** JSON Schema of a message as relgraph writes it (transport/contract-json.ts): every field present, unset messages null. */
 function addSchema(message: DescMessage, schemas: Record<string, Json>): void {
   if (message.name in schemas) return;
   schemas[message.name] = {}; // reserve first: messages may refer to themselves

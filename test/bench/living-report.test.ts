@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { LivingResult, UnderChanges, Withdrawal } from "../../bench/living.js";
-import { quantile } from "../../bench/living.js";
+import type { LivingResult, UnderChanges, Withdrawal } from "../../bench/measurements/living.js";
+import { quantile } from "../../bench/measurements/living.js";
 import { evaluateTargets, renderReport } from "../../bench/report.js";
 
 /*

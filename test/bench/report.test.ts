@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { OpResult, Row } from "../../bench/measure.js";
+import type { OpResult, Row } from "../../bench/measurements/measure.js";
 import type { Via } from "../../bench/options.js";
 import { evaluateTargets, renderReport } from "../../bench/report.js";
 

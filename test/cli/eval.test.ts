@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RELGRAPH_CLI } from "../support/keynodes.js";
 
-/** `relgraph eval` as a process, the way bench/linkpred.sh runs it. */
+/** `relgraph eval` as a process, the way bench/quality/linkpred.sh runs it. */
 
 const run = async (args: string[]) => {
   try {

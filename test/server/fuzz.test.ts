@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runFuzz, startFuzzTarget } from "../../bench/fuzz.js";
+import { runFuzz, startFuzzTarget } from "../../bench/tools/fuzz.js";
 
 /*
  * The short version of `npm run fuzz` (bench/fuzz.ts): fast-check requests from a fixed seed over

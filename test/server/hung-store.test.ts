@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { respConnections } from "../../src/fast/index.js";
 import { createStore } from "../../src/store/index.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
-import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
+import { SERVING_WAYS, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { restGet } from "./http.js";
 
 /*
@@ -21,7 +22,7 @@ async function timed<T>(action: () => Promise<T>): Promise<{ value: T; ms: numbe
   return { value, ms: performance.now() - started };
 }
 
-describe("a hung Redis", () => {
+describe.each(SERVING_WAYS)("a hung Redis ($name)", ({ env, fastPaths }) => {
   let redis: TestRedisServer;
   let server: RunningRelgraph;
   let paused = false;
@@ -33,8 +34,9 @@ describe("a hung Redis", () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    const store = await createStore({ redisUrl: redis.url, redisClusterNodes: [] });
-    server = await startRelgraph({ store, records: fixtureRecords() });
+    // The speed layer's set reader has a connection of its own, and a stall breaker of its own.
+    const store = await createStore({ redisUrl: redis.url, redisClusterNodes: [] }, { ownConnections: fastPaths ? respConnections : undefined });
+    server = await startRelgraph({ store, records: fixtureRecords(), env });
   });
   afterAll(async () => {
     if (paused) pause(false);

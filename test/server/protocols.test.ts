@@ -15,7 +15,7 @@ import {
   RelationService,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { EXPECTED, UNKNOWN_ADDRESS, WALLETS, addr, fixtureRecords } from "../support/fixtures.js";
-import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
+import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { createRelationGrpcClient, errorDetailsOf, type RelationGrpcClient } from "./grpc-client.js";
 import { restGet, type Params } from "./http.js";
 import { withoutDefaults } from "./proto-json.js";
@@ -75,7 +75,7 @@ const QUESTIONS: Question[] = [
   }),
 ];
 
-describe("one server, every protocol, the same answers", () => {
+describe.each(SERVING_WAYS)("one server, every protocol, the same answers ($name)", ({ env }) => {
   let server: RunningRelgraph;
   let grpcJs: RelationGrpcClient;
   const sessions: Http2SessionManager[] = [];
@@ -84,7 +84,7 @@ describe("one server, every protocol, the same answers", () => {
   const restAnswers = new Map<string, { data: JsonValue; cursor?: string; text: string }>();
 
   beforeAll(async () => {
-    server = await startRelgraph({ records: fixtureRecords() });
+    server = await startRelgraph({ records: fixtureRecords(), env });
     const baseUrl = server.url;
     const h2 = () => {
       const manager = new Http2SessionManager(baseUrl);

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { generateRecords } from "../../src/ingest/generate.js";
+import { respConnections } from "../../src/fast/index.js";
 import { createStore } from "../../src/store/index.js";
+import type { OwnConnections } from "../../src/store/redis/own-connections.js";
 import { EXPECTED, addr, fixtureRecords, userInfoJson } from "../support/fixtures.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
@@ -64,14 +66,17 @@ afterAll(async () => {
   await memory?.close();
 });
 
-const engines: { name: string; start: () => Promise<{ stop(): Promise<void>; config: { redisUrl: string | null; redisClusterNodes: string[] } }> }[] = [
-  {
-    name: "standalone redis-server",
-    start: async () => {
-      const redis: TestRedisServer = await startRedisServer();
-      return { stop: () => redis.stop(), config: { redisUrl: redis.url, redisClusterNodes: [] } };
-    },
-  },
+type Backend = { stop(): Promise<void>; config: { redisUrl: string | null; redisClusterNodes: string[] }; ownConnections?: OwnConnections };
+
+const standalone = async (ownConnections?: OwnConnections): Promise<Backend> => {
+  const redis: TestRedisServer = await startRedisServer();
+  return { stop: () => redis.stop(), config: { redisUrl: redis.url, redisClusterNodes: [] }, ownConnections };
+};
+
+// A standalone server is read through node-redis (FAST_PATHS=off) or the speed layer's own connections.
+const engines: { name: string; start: () => Promise<Backend> }[] = [
+  { name: "standalone redis-server (FAST_PATHS=off)", start: () => standalone() },
+  { name: "standalone redis-server (FAST_PATHS=on)", start: () => standalone(respConnections) },
   {
     name: "3-master Redis Cluster",
     start: async () => {
@@ -87,7 +92,7 @@ describe.each(engines)("REST over a $name store", ({ start }) => {
 
   beforeAll(async () => {
     backend = await start();
-    const store = await createStore(backend.config);
+    const store = await createStore(backend.config, { ownConnections: backend.ownConnections });
     server = await startRelgraph({ store, records, env });
   });
   afterAll(async () => {

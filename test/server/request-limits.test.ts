@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema, MutualFriendRequestSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import * as grpc from "@grpc/grpc-js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
-import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
+import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { errorDetailsOf } from "./grpc-client.js";
 
 /*
@@ -97,11 +97,11 @@ const mutualFriend = (size: number) =>
 /** 16 MiB of JSON whitespace around an empty object: tiny compressed, huge inflated, and valid JSON if read whole. */
 const JSON_BOMB = gzipSync(Buffer.concat([Buffer.alloc(16 << 20, 0x20), Buffer.from("{}")]));
 
-describe("request size limits and admission before reading (issue 15, items 1 and 14)", () => {
+describe.each(SERVING_WAYS)("request size limits and admission before reading (issue 15, items 1 and 14) ($name)", ({ env }) => {
   let server: RunningRelgraph;
 
   beforeAll(async () => {
-    server = await startRelgraph({ records: fixtureRecords() });
+    server = await startRelgraph({ records: fixtureRecords(), env });
   });
   afterAll(async () => {
     await server?.close();

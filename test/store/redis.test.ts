@@ -7,7 +7,9 @@ import { userSetKey } from "../../src/store/redis/keys.js";
 import type { UserId } from "../../src/domain/model.js";
 import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
+import { respConnections } from "../../src/fast/index.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+import { SERVING_WAYS } from "../support/relgraph-server.js";
 import { batch, defineStoreAcceptance, user } from "./store-acceptance.js";
 
 let server: TestRedisServer;
@@ -50,22 +52,26 @@ async function withReaderAndWriter(
   }
 }
 
-for (const cached of [false, true]) {
-  // Bare, as the engine is; and behind the cache layer, as createStore serves it (test/store/cache/).
-  const wrap = (store: GraphStore & ChangeNotifier) => (cached ? createCachedStore(store) : store);
-  describe(cached ? "behind the cache layer" : "bare", () => {
-    defineStoreAcceptance({
-      engine: "redis",
-      async createEmpty() {
-        await flushAll(server.url);
-        return wrap(await createRedisStore({ url: server.url }));
-      },
-      async createDisposable() {
-        const own = await startRedisServer();
-        return { store: wrap(await createRedisStore({ url: own.url })), stopBackend: own.stop };
-      },
+// Through node-redis alone (FAST_PATHS=off) and with the speed layer's own connections (set reads, bulk writes).
+for (const { name, fastPaths } of SERVING_WAYS) {
+  const engine = { ownConnections: fastPaths ? respConnections : undefined };
+  for (const cached of [false, true]) {
+    // Bare, as the engine is; and behind the cache layer, as createStore serves it (test/store/cache/).
+    const wrap = (store: GraphStore & ChangeNotifier) => (cached ? createCachedStore(store) : store);
+    describe(`${cached ? "behind the cache layer" : "bare"}, ${name}`, () => {
+      defineStoreAcceptance({
+        engine: "redis",
+        async createEmpty() {
+          await flushAll(server.url);
+          return wrap(await createRedisStore({ url: server.url }, engine));
+        },
+        async createDisposable() {
+          const own = await startRedisServer();
+          return { store: wrap(await createRedisStore({ url: own.url }, engine)), stopBackend: own.stop };
+        },
+      });
     });
-  });
+  }
 }
 
 describe("redis engine", () => {

@@ -9,6 +9,16 @@ import type { GraphStore } from "../../src/store/store.js";
 /** The ApiKey every test server accepts. */
 export const TEST_API_KEY = "test-key";
 
+/**
+ * The two ways relgraph serves (FAST_PATHS): with the speed layer (src/fast/), and with every request
+ * through connect-es and node-redis. Suites of the protocols and the store run under both. Off comes
+ * first: the speed layer's UTF-8 encoder, once installed, stays for the process (the bytes are the same).
+ */
+export const SERVING_WAYS = [
+  { name: "FAST_PATHS=off", env: { FAST_PATHS: "off" }, fastPaths: false },
+  { name: "FAST_PATHS=on", env: { FAST_PATHS: "on" }, fastPaths: true },
+] as const;
+
 /** Options of startRelgraph. */
 export interface StartRelgraphOptions {
   /** The store to serve; default a fresh memory store behind the caches, as createStore opens it. The server owns it: close() closes it. */

@@ -1,7 +1,7 @@
 import { createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
-import { commandIdSetReads, respEndpointOf, RespIdSetReader, type IdSetReads } from "./id-sets.js";
-import { RespWriter } from "./resp-writer.js";
+import { commandIdSetReads, type IdSetReads } from "./id-sets.js";
+import type { BulkWriter, OwnConnections } from "./own-connections.js";
 import { chunks } from "./set-reads.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
@@ -33,7 +33,7 @@ export interface RedisConnection {
   writeAll(commands: readonly string[][]): Promise<void>;
   /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
-  /** Sizes and members of UserId sets: a reader of its own on a standalone `redis://` server, else node-redis. */
+  /** Sizes and members of UserId sets: through node-redis, or a reader of its own when connectRedis was given one. */
   readonly idSets: IdSetReads;
   /** URLs of the nodes that hold data now: the server, or each master of a cluster as last discovered. */
   dataNodes(): string[];
@@ -59,11 +59,15 @@ const BULK_WINDOW_TIMEOUT_MS = 15_000;
 const BLOCKING_COMMANDS = new Set(["XREAD", "XREADGROUP", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "BZPOPMAX", "BLMPOP", "BZMPOP", "WAIT"]);
 /** Commands in flight at once on the bulk path: node-redis writes them as one pipeline per node. */
 const COMMANDS_PER_WINDOW = 10_000;
-/** Arguments per window on RespWriter's path, which encodes a window as one string: a few MB. */
+/** Arguments per window on a BulkWriter's path, which encodes a window as one string: a few MB. */
 const ARGS_PER_WINDOW = 200_000;
 
-/** Opens a connection; rejects promptly with StoreUnavailableError when Redis does not answer. */
-export async function connectRedis(options: RedisStoreOptions): Promise<RedisConnection> {
+/**
+ * Opens a connection; rejects promptly with StoreUnavailableError when Redis does not answer. On a
+ * standalone server, `own` (the speed layer's, fast/resp/) may open connections of its own for set
+ * reads and bulk writes; without it, or on a cluster, everything goes through node-redis.
+ */
+export async function connectRedis(options: RedisStoreOptions, own?: OwnConnections): Promise<RedisConnection> {
   let connected = false;
   const socket = {
     connectTimeout: CONNECT_TIMEOUT_MS,
@@ -110,12 +114,10 @@ export async function connectRedis(options: RedisStoreOptions): Promise<RedisCon
   connected = true;
   const breaker = createStallBreaker();
   const send = <T extends Reply>(_key: string | undefined, args: string[]) => breaker.track(args, () => client.sendCommand<T>(args));
-  const endpoint = respEndpointOf(options.url);
-  const idSets = endpoint
-    ? withStallBreaker(new RespIdSetReader(endpoint, CONNECT_TIMEOUT_MS))
-    : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
+  const reader = own?.idSetReader(options.url, CONNECT_TIMEOUT_MS) ?? null;
+  const idSets = reader ? withStallBreaker(reader) : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
   const sendAll = (commands: readonly string[][]) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args)));
-  const writer = endpoint ? new RespWriter(endpoint, CONNECT_TIMEOUT_MS) : null;
+  const writer = own?.bulkWriter(options.url, CONNECT_TIMEOUT_MS) ?? null;
   return {
     engine: "redis",
     clustered: false,
@@ -200,11 +202,11 @@ async function sendInWindows(commands: readonly string[][], send: (args: string[
 }
 
 /**
- * sendInWindows's bulk discipline for RespWriter: one write per window, a window being at most
+ * sendInWindows's bulk discipline for a BulkWriter of its own: one write per window, a window being at most
  * COMMANDS_PER_WINDOW commands and, since a window is encoded as one string, about ARGS_PER_WINDOW
  * arguments. A late window drops the connection.
  */
-async function writeInWindows(commands: readonly string[][], writer: RespWriter): Promise<void> {
+async function writeInWindows(commands: readonly string[][], writer: BulkWriter): Promise<void> {
   for (let start = 0; start < commands.length; ) {
     let end = start;
     for (let args = 0; end < commands.length && end - start < COMMANDS_PER_WINDOW && args < ARGS_PER_WINDOW; end++) args += commands[end]!.length;

@@ -27,6 +27,7 @@ import { completeInterruptedWrite, readUsers, writeBatch } from "./redis-write.j
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";
+import type { OwnConnections } from "./own-connections.js";
 import { readWithinBound } from "../bounded-sets.js";
 
 export type { RedisStoreOptions } from "./connection.js";
@@ -37,8 +38,8 @@ export type { RedisStoreOptions } from "./connection.js";
  * Key layout: keys.ts. Every failure of a method surfaces as StoreUnavailableError. It caches
  * nothing itself; it reports every change any process makes (tracking.ts), for the cache layer.
  */
-export async function createRedisStore(options: RedisStoreOptions, writing: RedisWriteOptions = {}): Promise<GraphStore & ChangeNotifier> {
-  const redis = await connectRedis(options);
+export async function createRedisStore(options: RedisStoreOptions, writing: RedisEngineOptions = {}): Promise<GraphStore & ChangeNotifier> {
+  const redis = await connectRedis(options, writing.ownConnections);
   let tracking: RedisTracking;
   try {
     tracking = writing.tracking === false ? untracked() : await startTracking(() => redis.dataNodes());
@@ -57,8 +58,8 @@ export async function createRedisStore(options: RedisStoreOptions, writing: Redi
   };
 }
 
-/** How the redis engine writes, and whether it reports changes. */
-export interface RedisWriteOptions {
+/** How the redis engine writes, whether it reports changes, and how it reads UserId sets. */
+export interface RedisEngineOptions {
   /** The write lease's time (write-lease.ts); by default DEFAULT_WRITE_LEASE_MS. */
   leaseMs?: number;
   /**
@@ -67,6 +68,8 @@ export interface RedisWriteOptions {
    * reports nothing and says it is not watching, so no cache layer may serve it.
    */
   tracking?: boolean;
+  /** Connections of its own for set reads and bulk writes (the speed layer's, fast/resp/); node-redis otherwise. */
+  ownConnections?: OwnConnections;
 }
 
 /** Tracking that reports nothing, for a store no cache layer serves. */
@@ -74,7 +77,7 @@ function untracked(): RedisTracking {
   return { onChange: () => () => {}, watching: false, caughtUp: async () => {}, close: async () => {} };
 }
 
-function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tracking: RedisTracking): GraphStore {
+function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tracking: RedisTracking): GraphStore {
   let closed: Promise<void> | null = null;
   /** Set inside work that holds the write lease, so that writes within it do not wait for it again. */
   const leaseHolder = new AsyncLocalStorage<true>();
@@ -94,7 +97,7 @@ function redisGraphStore(redis: RedisConnection, writing: RedisWriteOptions, tra
   const setSizes = (keys: readonly string[]) => redis.idSets.sizes(keys);
   /**
    * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), sized first
-   * (see id-sets.ts for why they bypass node-redis). Unbounded: the caller sized them already (the
+   * (see fast/resp/id-set-reader.ts for why they may bypass node-redis). Unbounded: the caller sized them already (the
    * cache layer does), so they are read at once.
    */
   const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {

@@ -1,0 +1,52 @@
+/**
+ * relgraph's speed layer, in one place, and switched off with FAST_PATHS=off: server.ts installs
+ * its protocol paths (installFastPaths), and the commands that open a store (serve, ingest, follow)
+ * hand the redis engine its connections (storeConnections). Without it every RPC goes through
+ * connect-es and every Redis command through node-redis; with it, answers are the same
+ * (test/fast/differential.test.ts holds them to that), only cheaper:
+ *
+ * - unary-call.ts: one unary call as both protocol paths run it (the gate, the deadline, errors);
+ * - protocol-grpc/, protocol-connect/: unary gRPC and Connect POSTs served below Fastify;
+ * - protobuf/: binary encoding and UTF-8 without protobuf-es's generic machinery;
+ * - resp/: RESP2 connections of its own for the redis engine's id-set reads and bulk writes.
+ */
+
+import type { DescService } from "@bufbuild/protobuf";
+import type { OwnConnections } from "../store/redis/own-connections.js";
+import type { Http2StreamClaim, RequestClaim } from "../transport/one-port.js";
+import { createConnectUnaryHandler } from "./protocol-connect/unary-handler.js";
+import { createGrpcUnaryHandler } from "./protocol-grpc/unary-handler.js";
+import { useFastUtf8Encoding } from "./protobuf/text-encoding.js";
+import { respIdSetReader } from "./resp/id-set-reader.js";
+import { respWriter } from "./resp/writer.js";
+import { createUnaryCaller, type UnaryCallerOptions } from "./unary-call.js";
+
+/** What the one-port server offers each request before Fastify (transport/one-port.ts). */
+export interface FastClaims {
+  claimStream: Http2StreamClaim;
+  claimRequest: RequestClaim;
+}
+
+/**
+ * Installs the protocol fast paths for `service`: returns the claims the one-port server offers
+ * every request. Also makes protobuf-es encode strings without TextEncoder, process-wide (same bytes).
+ */
+export function installFastPaths(options: UnaryCallerOptions & { service: DescService }): FastClaims {
+  useFastUtf8Encoding();
+  const caller = createUnaryCaller(options);
+  const grpc = createGrpcUnaryHandler(caller);
+  const connect = createConnectUnaryHandler(caller);
+  return {
+    claimStream: grpc,
+    // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
+    claimRequest: (req, res) => req.headers.origin === undefined && connect(req, res),
+  };
+}
+
+/** The speed layer's own connections for the redis engine: a RESP reader of id sets and a bulk writer. */
+export const respConnections: OwnConnections = { idSetReader: respIdSetReader, bulkWriter: respWriter };
+
+/** What a composition root hands the store (store/index.ts's ownConnections): the speed layer's connections, unless FAST_PATHS=off. */
+export function storeConnections(config: { fastPaths: boolean }): OwnConnections | undefined {
+  return config.fastPaths ? respConnections : undefined;
+}

@@ -1,0 +1,82 @@
+import type { ServerHttp2Stream } from "node:http2";
+import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { contentTypeProto, parseContentType, parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { API_KEY_HEADER } from "../../auth/request-gate.js";
+import { respondGrpcError } from "../../transport/grpc-message.js";
+import type { Http2StreamClaim } from "../../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
+import { unreadable } from "../../transport/unreadable-request.js";
+import { toBinaryFast } from "../protobuf/binary.js";
+import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
+
+/** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
+const ENVELOPE_PREFIX_BYTES = 5;
+const RESPONSE_HEADERS = { ":status": 200, "content-type": contentTypeProto } as const;
+
+/**
+ * The common case of gRPC, served straight off the HTTP/2 stream (see ../unary-call.ts for why): a
+ * unary call with a binary, uncompressed request. Every other stream (gRPC-JSON, compressed
+ * requests, gRPC-Web, Connect, reflection, REST) is left to Fastify and connect-es.
+ */
+export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
+  return (stream, headers) => {
+    const path = headers[":path"];
+    const method = caller.methodAt(path);
+    const encoding = headers["grpc-encoding"];
+    if (
+      method === undefined ||
+      headers[":method"] !== "POST" ||
+      parseContentType(headers["content-type"] ?? null)?.binary !== true ||
+      (encoding !== undefined && encoding !== "identity")
+    ) {
+      return false;
+    }
+    // A client that resets its stream must not crash the server; the reply is simply dropped.
+    stream.on("error", () => {});
+    const timeout = headerValue(headers["grpc-timeout"]);
+    const requestId = requestIdOf(headers);
+    caller
+      .call(
+        {
+          method,
+          path: path!,
+          requestId,
+          protocol: "grpc",
+          apiKey: headerValue(headers[API_KEY_HEADER]),
+          contentLength: headerValue(headers["content-length"]),
+          timeout: timeout === undefined ? {} : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+          timeoutHeader: "grpc-timeout",
+          readRequest: async () => decodeRequest(method, await readBody(stream, caller.maxRequestBytes)),
+        },
+        (reply) => toBinaryFast(method.output, reply),
+      )
+      .then(
+        (message) => respondOk(stream, message, requestId),
+        (error: ConnectError) => respondGrpcError(stream, error, requestId),
+      )
+      // The stream can close between the check and the write; the reply then has nowhere to go.
+      .catch(() => stream.destroy());
+    return true;
+  };
+}
+
+/** The one request message of a unary call: exactly one uncompressed envelope. */
+function decodeRequest(method: DescMethod, body: Buffer): unknown {
+  if (body.length === 0) throw unreadable.noMessage();
+  if (body.length < ENVELOPE_PREFIX_BYTES || body.readUInt32BE(1) !== body.length - ENVELOPE_PREFIX_BYTES) throw unreadable.notOneMessage();
+  if (body[0] !== 0) throw unreadable.compressedWithoutEncoding();
+  try {
+    return fromBinary(method.input, body.subarray(ENVELOPE_PREFIX_BYTES));
+  } catch {
+    throw unreadable.malformedMessage(method);
+  }
+}
+
+function respondOk(stream: ServerHttp2Stream, message: Uint8Array, requestId: string): void {
+  if (stream.destroyed || stream.closed) return;
+  stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
+  stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+  stream.end(encodeEnvelope(0, message));
+}

@@ -1,0 +1,63 @@
+import type { UserId } from "../../domain/model.js";
+import type { IdSetReads } from "../../store/redis/id-sets.js";
+import { RespLink, respEndpointOf, type Expect, type Reply, type RespEndpoint } from "./link.js";
+
+/**
+ * IdSetReads over a socket of its own to a standalone Redis, speaking just enough RESP2 for SCARD and
+ * SMEMBERS, with members parsed from the reply bytes straight into numbers.
+ *
+ * Why not node-redis: it costs about 9 µs of CPU per command and 0.4 µs per member (a string per
+ * member, then a number), which made reading a median user's neighbourhood (~90 SCARD and ~80
+ * SMEMBERS of ~4,000 ids) most of a cold recommendation's CPU. This reader does the same in about a
+ * fifth of that. Everything else stays on node-redis.
+ *
+ * Connects on first use and again after any failure; commands pending on a failed connection are
+ * rejected, never resent (they are reads, so the caller may retry). While Redis cannot be reached, a
+ * new connection is tried RECONNECT_INTERVAL_MS after the last one failed, and calls in between fail
+ * at once, as node-redis's do: otherwise every call would wait out its own connect attempt.
+ */
+export class RespIdSetReader implements IdSetReads {
+  private link: RespLink | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly endpoint: RespEndpoint,
+    private readonly connectTimeoutMs: number,
+  ) {}
+
+  sizes(keys: readonly string[]): Promise<number[]> {
+    return this.send("SCARD", keys, "integer") as Promise<number[]>;
+  }
+
+  members(keys: readonly string[]): Promise<UserId[][]> {
+    return this.send("SMEMBERS", keys, "ids") as Promise<UserId[][]>;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.link?.close();
+    this.link = null;
+  }
+
+  private send(command: string, keys: readonly string[], expect: Expect): Promise<Reply[]> {
+    if (this.closed) return Promise.reject(new Error("the set reader is closed"));
+    if (keys.length === 0) return Promise.resolve([]);
+    let link = this.link;
+    if (link === null || link.broken) {
+      const failure = link?.connectFailure;
+      if (failure && performance.now() - failure.at < RECONNECT_INTERVAL_MS) return Promise.reject(failure.error);
+      link = new RespLink(this.endpoint, this.connectTimeoutMs);
+      this.link = link;
+    }
+    return link.send(command, keys, expect);
+  }
+}
+
+/** While Redis cannot be reached, how long after a failed connection the next one is tried. */
+const RECONNECT_INTERVAL_MS = 500;
+
+/** A RespIdSetReader for a `redis://` URL; null for any other (TLS, a unix socket), which node-redis serves. */
+export function respIdSetReader(url: string, connectTimeoutMs: number): IdSetReads | null {
+  const endpoint = respEndpointOf(url);
+  return endpoint === null ? null : new RespIdSetReader(endpoint, connectTimeoutMs);
+}

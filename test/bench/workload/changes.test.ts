@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { CHANGE_USER, changeMix, changeMixKinds, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
+import { ingestRecords } from "../../../src/ingest/ingest.js";
+import { createMemoryStore } from "../../../src/store/index.js";
+
+/*
+ * The living-graph bench measures relgraph on these records, so they must be what the issue asks
+ * for (a realistic mix whose deletes do real work) and valid for relgraph itself: a rejected load
+ * or feed entry would measure the error path instead.
+ */
+
+const users = 300;
+const spare = new Set(["u1", "u2", "u3"]);
+
+async function storeOfUsers() {
+  const store = createMemoryStore();
+  await ingestRecords(store, Array.from({ length: users }, (_, i) => ({ type: "user", relationId: `u${i + 1}`, addresses: [] })));
+  return store;
+}
+
+describe("changeMix", () => {
+  const kinds = [...changeMixKinds({ users, count: 20_000, seed: "t", spare })];
+
+  it("is seeded", () => {
+    expect([...changeMix({ users, count: 500, seed: "t", spare })]).toEqual(kinds.slice(0, 500).map((k) => k.line));
+    expect([...changeMix({ users, count: 500, seed: "other", spare })]).not.toEqual(kinds.slice(0, 500).map((k) => k.line));
+  });
+
+  it("writes every kind in about its share", () => {
+    const counts = new Map<ChangeKind, number>();
+    for (const { kind } of kinds) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    for (const [kind, share] of Object.entries(MIX) as [ChangeKind, number][]) {
+      expect(Math.abs((counts.get(kind) ?? 0) / kinds.length - share / 100)).toBeLessThan(0.02);
+    }
+  });
+
+  it("deletes mostly edges it added, erases only users it created, and never touches the spared users", () => {
+    const added = new Set<string>();
+    let deletesOfAdded = 0;
+    let deletes = 0;
+    for (const { kind, line } of kinds) {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      const ids = [record.a, record.b, record.from, record.to, record.relationId, ...((Array.isArray(record.peers) ? record.peers : []) as unknown[])];
+      for (const id of ids) if (typeof id === "string") expect(spare.has(id)).toBe(false);
+      const edge = `${String(record.type)}:${String(record.a ?? record.from)}:${String(record.b ?? record.to)}`;
+      if (kind === "friendAdd" || kind === "followAdd") added.add(edge);
+      if (kind === "friendDelete" || kind === "followDelete") {
+        deletes++;
+        if (added.has(edge)) deletesOfAdded++;
+      }
+      if (kind === "userErase") expect(String(record.relationId).startsWith(CHANGE_USER)).toBe(true);
+    }
+    expect(deletesOfAdded / deletes).toBeGreaterThan(0.9);
+  });
+
+  it("is accepted by relgraph and applied: a load of it deletes, erases and adds", async () => {
+    const store = await storeOfUsers();
+    const lines = [...changeMix({ users, count: 5_000, seed: "t", spare })];
+    const result = await ingestRecords(store, lines.map((line) => JSON.parse(line) as unknown));
+    expect(result.records).toBe(5_000);
+    const erased = kinds.slice(0, 5_000).filter((k) => k.kind === "userErase").map((k) => (JSON.parse(k.line) as { relationId: string }).relationId);
+    expect(erased.length).toBeGreaterThan(0);
+    expect((await store.resolveRelationIds(erased)).every((id) => id === null || id === undefined)).toBe(true);
+  });
+});
+
+describe("friendChurn", () => {
+  it("alternates friend adds with deletes of edges it added, and is accepted by relgraph", async () => {
+    const lines = [...friendChurn({ users, count: 2_000, seed: "t", spare })];
+    const live = new Set<string>();
+    for (const [i, line] of lines.entries()) {
+      const record = JSON.parse(line) as { op?: string; type: string; a: string; b: string };
+      expect(record.type).toBe("friend");
+      expect(spare.has(record.a) || spare.has(record.b)).toBe(false);
+      if (i % 2 === 1) {
+        expect(record.op).toBe("delete");
+        expect(live.delete(`${record.a}:${record.b}`)).toBe(true);
+      } else live.add(`${record.a}:${record.b}`);
+    }
+    const store = await storeOfUsers();
+    await ingestRecords(store, lines.map((line) => JSON.parse(line) as unknown));
+  });
+});

@@ -1,0 +1,111 @@
+import { createClient, type RedisClientType } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { respConnections } from "../../../src/fast/index.js";
+import { RedisReplyError, respEndpointOf } from "../../../src/fast/resp/link.js";
+import { RespWriter } from "../../../src/fast/resp/writer.js";
+import { connectRedis } from "../../../src/store/redis/connection.js";
+import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
+
+const CONNECT_TIMEOUT_MS = 2_000;
+
+let server: TestRedisServer;
+let client: RedisClientType;
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = createClient({ url: server.url });
+  await client.connect();
+});
+afterAll(async () => {
+  await client?.close();
+  await server?.stop();
+});
+
+async function withWriter(url: string, test: (writer: RespWriter) => Promise<void>): Promise<void> {
+  const writer = new RespWriter(respEndpointOf(url)!, CONNECT_TIMEOUT_MS);
+  try {
+    await test(writer);
+  } finally {
+    await writer.reset();
+  }
+}
+
+describe("RespWriter against a real redis-server", () => {
+  it("applies every command, in order, whatever its reply type", async () => {
+    await client.flushAll();
+    await withWriter(server.url, async (writer) => {
+      const members = Array.from({ length: 5_000 }, (_, i) => `m${i}`);
+      await writer.write([
+        ["SADD", "w:set", ...members], // integer
+        ["SET", "w:text", "é ✓ multi-byte"], // +OK
+        ["GET", "w:text"], // bulk string
+        ["GET", "w:missing"], // null bulk
+        ["SMEMBERS", "w:set"], // array of 5,000 bulk strings: more than one socket read
+        ["SREM", "w:set", "m0", "m1"],
+        ["HSET", "w:hash", "f", "v"],
+        ["XADD", "w:stream", "*", "k", "v"],
+        ["XRANGE", "w:stream", "-", "+"], // nested arrays
+        ["DEL", "w:text"],
+      ]);
+    });
+    expect(await client.sCard("w:set")).toBe(4_998);
+    expect(await client.exists("w:text")).toBe(0);
+    expect(await client.hGet("w:hash", "f")).toBe("v");
+  });
+
+  it("rejects with Redis's error reply, and the next write still lands", async () => {
+    await client.flushAll();
+    await client.set("w:string", "x");
+    await withWriter(server.url, async (writer) => {
+      const failed = writer.write([
+        ["SADD", "w:ok", "a"],
+        ["SADD", "w:string", "b"],
+      ]);
+      await expect(failed).rejects.toBeInstanceOf(RedisReplyError);
+      await expect(failed).rejects.toThrow(/WRONGTYPE/);
+      await writer.write([["SADD", "w:after", "c"]]);
+    });
+    expect(await client.sMembers("w:ok")).toEqual(["a"]);
+    expect(await client.sMembers("w:after")).toEqual(["c"]);
+  });
+
+  it("authenticates and selects the database of its URL", async () => {
+    await client.flushAll();
+    await client.configSet("requirepass", "s3cret");
+    try {
+      const url = server.url.replace("redis://", "redis://:s3cret@") + "/3";
+      await withWriter(url, (writer) => writer.write([["SET", "w:db3", "yes"]]));
+      await client.auth({ password: "s3cret" });
+      await client.select(3);
+      expect(await client.get("w:db3")).toBe("yes");
+      await client.select(0);
+    } finally {
+      await client.configSet("requirepass", "");
+    }
+  });
+
+  it("fails, rather than hangs, when Redis is not there", async () => {
+    const gone = new RespWriter({ host: "127.0.0.1", port: 1, username: "", password: "", db: 0 }, CONNECT_TIMEOUT_MS);
+    await expect(gone.write([["SET", "k", "v"]])).rejects.toThrow();
+    await gone.reset();
+  });
+});
+
+// Through the speed layer's writer (FAST_PATHS=on) and through node-redis (off).
+describe.each([
+  { name: "the speed layer's RespWriter", own: respConnections },
+  { name: "node-redis", own: undefined },
+])("RedisConnection.writeAll on standalone Redis, through $name", ({ own }) => {
+  it("writes more arguments than one window holds, every one of them", async () => {
+    await client.flushAll();
+    const redis = await connectRedis({ url: server.url }, own);
+    try {
+      // 400 commands of 1,000 members: 400,000 arguments, more than one window of the writer.
+      const commands = Array.from({ length: 400 }, (_, k) => ["SADD", `w:big:${k % 7}`, ...Array.from({ length: 1_000 }, (_, i) => `${k}-${i}`)]);
+      await redis.writeAll(commands);
+    } finally {
+      await redis.close();
+    }
+    const sizes = await Promise.all(Array.from({ length: 7 }, (_, k) => client.sCard(`w:big:${k}`)));
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(400_000);
+  });
+});
