@@ -49,23 +49,14 @@ export interface FuzzTargets {
 }
 
 /**
- * The outcome of one request: its class ("0", a contract code, an HTTP status, or "grpc N"), what
- * was wrong, if anything, and whether that is a known gap owned elsewhere (KNOWN_GAP).
+ * The outcome of one request: its class ("0", a contract code, an HTTP status, or "grpc N"), and
+ * what was wrong, if anything.
  */
 export interface FuzzOutcome {
   outcome: string;
   problem: string | null;
-  known?: boolean;
 }
 
-/**
- * The one known gap, owned by another change (issue 15, item 13, the speed layer): gRPC-Web is
- * served by connect-es alone, and what connect-es refuses before relgraph's code runs (a body that
- * is not protobuf, a lying frame length, a compressed frame without an encoding, a malformed
- * grpc-timeout) it answers in its own words, INTERNAL for malformed protobuf, with no ErrorDetail.
- * These are counted apart, so that the run shows them and fails on anything else.
- */
-export const KNOWN_GAP = "gRPC-Web refusals by connect-es without an ErrorDetail (issue 15 item 13)";
 
 const REST_PATHS = [
   "/api/v1/profile",
@@ -395,7 +386,7 @@ function judgeGrpcStatus(status: string, detailsBin: string | string[] | undefin
   if (status === "0") return { outcome: "0", problem: null };
   if (status === "") return { outcome: "no status", problem: `${protocol} answer without grpc-status` };
   if (typeof detailsBin !== "string") {
-    return { outcome: `grpc ${status}`, problem: `${protocol} status ${status} without grpc-status-details-bin`, known: protocol === "gRPC-Web" };
+    return { outcome: `grpc ${status}`, problem: `${protocol} status ${status} without grpc-status-details-bin` };
   }
   const code = contractCodeOfStatus(Buffer.from(detailsBin, "base64"));
   if (code === null) return { outcome: `grpc ${status}`, problem: `${protocol} status ${status} without an ErrorDetail` };
@@ -450,33 +441,27 @@ export interface FuzzReport {
   requests: number;
   /** Answers by protocol, then by outcome ("0", a contract code, an HTTP status). */
   byProtocol: Record<string, Record<string, number>>;
-  /** Answers that broke the rules (the first 50), known gaps left out. */
+  /** Answers that broke the rules (the first 50). */
   problems: { problem: string; request: FuzzRequest }[];
-  /** How many answers broke the rules, known gaps left out. */
+  /** How many answers broke the rules. */
   problemCount: number;
-  /** Answers that fell in KNOWN_GAP, by outcome. */
-  knownGap: Record<string, number>;
-  /** Server failures outside the known gap: HTTP 5xx, a 5xxxx code, gRPC INTERNAL or UNKNOWN. */
+  /** Server failures: HTTP 5xx, a 5xxxx code, gRPC INTERNAL or UNKNOWN. */
   serverErrors: number;
 }
 
 /** Sends `runs` generated requests from `seed`, `concurrency` at a time, and counts their outcomes. */
 export async function runFuzz(options: { baseUrl: string; targets: FuzzTargets; runs: number; seed: number; concurrency?: number; onProgress?: (done: number) => void }): Promise<FuzzReport> {
   const client = new FuzzClient(options.baseUrl);
-  const report: FuzzReport = { requests: 0, byProtocol: {}, problems: [], problemCount: 0, knownGap: {}, serverErrors: 0 };
+  const report: FuzzReport = { requests: 0, byProtocol: {}, problems: [], problemCount: 0, serverErrors: 0 };
   const requests = fc.sample(fuzzRequests(options.targets), { seed: options.seed, numRuns: options.runs });
   let next = 0;
   const worker = async () => {
     while (next < requests.length) {
       const request = requests[next++]!;
-      const { outcome, problem, known } = await client.send(request);
+      const { outcome, problem } = await client.send(request);
       report.requests += 1;
       const counts = (report.byProtocol[request.protocol] ??= {});
       counts[outcome] = (counts[outcome] ?? 0) + 1;
-      if (known) {
-        report.knownGap[outcome] = (report.knownGap[outcome] ?? 0) + 1;
-        continue;
-      }
       if (/^5\d\d/.test(outcome) || outcome === "grpc 13" || outcome === "grpc 2") report.serverErrors += 1;
       if (problem === null) continue;
       report.problemCount += 1;
@@ -532,8 +517,6 @@ async function main(): Promise<void> {
       console.log(`  ${protocol.padEnd(14)} ${String(total).padStart(7)}   ${parts.join(", ")}`);
     }
     console.log(`server errors (HTTP 5xx, 5xxxx codes, gRPC INTERNAL/UNKNOWN): ${report.serverErrors}; answers breaking the contract: ${report.problemCount}`);
-    const gap = Object.entries(report.knownGap);
-    console.log(`known gap, ${KNOWN_GAP}: ${gap.reduce((sum, [, n]) => sum + n, 0)}${gap.length ? ` (${gap.map(([outcome, n]) => `${outcome}: ${n}`).join(", ")})` : ""}`);
     for (const { problem, request } of report.problems.slice(0, 10)) console.log(`  ${problem}\n    ${request.protocol} ${request.path}`);
     process.exitCode = report.serverErrors === 0 && report.problemCount === 0 ? 0 : 1;
   } finally {

@@ -2,7 +2,7 @@
  * Validation of one load (contract.md, "Ingestion format" and "Changes"). Records arrive one at a
  * time, in any order and from any number of files; nothing is written until every record has been
  * checked, here and against what is already stored. The rules beyond the contract's text, written
- * down in the README's ingestion section:
+ * down in docs/reference.md ("Loading data"):
  *
  * - Every record is a JSON object with a known `type` and only that type's fields, plus an optional
  *   `op` ("upsert", the default, or "delete"); blank lines are skipped.

@@ -5,8 +5,7 @@ import { runFuzz, startFuzzTarget } from "../../bench/tools/fuzz.js";
  * The short version of `npm run fuzz` (bench/fuzz.ts): fast-check requests from a fixed seed over
  * REST parameters and the RPC bodies of Connect (JSON and binary), gRPC and gRPC-Web, on real
  * sockets. No answer may be a server failure, and every one must carry a contract code in its
- * protocol's envelope; the one known gap (gRPC-Web refusals by connect-es, issue 15 item 13) is
- * counted apart by the fuzzer.
+ * protocol's envelope, gRPC-Web's refusals by connect-es included.
  */
 describe("fuzzed requests", () => {
   let target: Awaited<ReturnType<typeof startFuzzTarget>>;
