@@ -213,8 +213,15 @@ describe("relgraph follow on standalone Redis", () => {
     }
     // The last entry undoes what the first one did: applied out of order, the edge would survive.
     await add(redis, STREAM, record({ op: "delete", type: "friend", a: "k0_0", b: "k0_1" }));
-    const doomed = follow(env, ["--consumer", "doomed", "--batch", "10"]);
-    await waitUntil("the doomed consumer's first unit is journalled", async () => (await redis.send<string | null>(JOURNAL, ["GET", JOURNAL]))?.includes('"committed"') === true);
+    // One unit of the first 30 entries (9,000 users), so that it is applied for long enough to be
+    // caught between its journal's commit and its end, watched every 2 ms: the writer applies a
+    // unit of 3,000 users in a few tens of milliseconds, which a 50 ms poll could miss every time.
+    const doomed = follow(env, ["--consumer", "doomed", "--batch", "30"]);
+    await waitUntil(
+      "the doomed consumer's first unit is journalled",
+      async () => (await redis.send<string | null>(JOURNAL, ["GET", JOURNAL]))?.includes('"committed"') === true,
+      2,
+    );
     doomed.child.kill("SIGKILL");
     await doomed.exited;
 

@@ -52,11 +52,11 @@ export function startFollow(env: RedisEnv, args: string[]): Follower {
 }
 
 /** Polls until `check` holds; fails with `what` after 30 s. */
-export async function waitUntil(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
+export async function waitUntil(what: string, check: () => Promise<boolean> | boolean, everyMs = 50): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   throw new Error(`timed out waiting until ${what}`);
 }
