@@ -4,6 +4,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { createClient, type RedisClientType } from "redis";
+import { afterAll, beforeAll } from "vitest";
 
 /*
  * Test harness: private redis-server processes on free loopback ports, each in its own temporary
@@ -190,4 +192,25 @@ async function waitFor(check: () => Promise<boolean>, what: string, abort?: Prom
 function once(fn: () => Promise<void>): () => Promise<void> {
   let result: Promise<void> | null = null;
   return () => (result ??= fn());
+}
+
+/** A private redis-server and a node-redis client of it, shared by one test file's tests. */
+export interface FileRedis {
+  readonly server: TestRedisServer;
+  readonly client: RedisClientType;
+}
+
+/** Starts a FileRedis before the file's tests and stops it after them; read its fields inside tests. */
+export function redisForFile(): FileRedis {
+  const handle = {} as { server: TestRedisServer; client: RedisClientType };
+  beforeAll(async () => {
+    handle.server = await startRedisServer();
+    handle.client = createClient({ url: handle.server.url });
+    await handle.client.connect();
+  });
+  afterAll(async () => {
+    await handle.client?.close();
+    await handle.server?.stop();
+  });
+  return handle;
 }

@@ -1,23 +1,12 @@
 import net from "node:net";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RespIdSetReader } from "../../../src/fast/resp/id-set-reader.js";
 import { RedisReplyError, respEndpointOf, UnexpectedReplyError } from "../../../src/fast/resp/link.js";
-import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
+import { redisForFile } from "../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 
-let server: TestRedisServer;
-let client: RedisClientType;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = createClient({ url: server.url });
-  await client.connect();
-});
-afterAll(async () => {
-  await client?.close();
-  await server?.stop();
-});
+const shared = redisForFile();
 
 /** A reader for `url`, closed after `test` whatever happens. */
 async function withReader(url: string, test: (reader: RespIdSetReader) => Promise<void>): Promise<void> {
@@ -47,14 +36,14 @@ describe("respEndpointOf", () => {
 
 describe("RespIdSetReader against a real redis-server", () => {
   it("reads the same sizes and members as SCARD and SMEMBERS through node-redis, in the order asked", async () => {
-    await client.flushAll();
+    await shared.client.flushAll();
     const sets = { "t:a": [3, 1, 2], "t:b": range(1_000_000, 40), "t:c": [987654321012345] };
-    for (const [key, ids] of Object.entries(sets)) await client.sAdd(key, ids.map(String));
+    for (const [key, ids] of Object.entries(sets)) await shared.client.sAdd(key, ids.map(String));
     const keys = ["t:c", "t:missing", "t:a", "t:b"];
-    await withReader(server.url, async (reader) => {
+    await withReader(shared.server.url, async (reader) => {
       expect(await reader.sizes(keys)).toEqual([1, 0, 3, 40]);
       const members = await reader.members(keys);
-      const expected = await Promise.all(keys.map(async (key) => (await client.sMembers(key)).map(Number)));
+      const expected = await Promise.all(keys.map(async (key) => (await shared.client.sMembers(key)).map(Number)));
       expect(members.map(sorted)).toEqual(expected.map(sorted));
       expect(members.map(sorted)).toEqual([[987654321012345], [], [1, 2, 3], range(1_000_000, 40)]);
       expect(await reader.sizes([])).toEqual([]);
@@ -62,11 +51,11 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 
   it("reads a set whose reply spans many socket reads, and thousands of keys in one round trip", async () => {
-    await client.flushAll();
-    await client.sAdd("t:big", range(1, 120_000).map(String));
+    await shared.client.flushAll();
+    await shared.client.sAdd("t:big", range(1, 120_000).map(String));
     const many = range(0, 3_000).map((i) => `t:s${i}`);
-    for (const key of many.filter((_, i) => i % 3 === 0)) await client.sAdd(key, [key.slice(3), "7"]);
-    await withReader(server.url, async (reader) => {
+    for (const key of many.filter((_, i) => i % 3 === 0)) await shared.client.sAdd(key, [key.slice(3), "7"]);
+    await withReader(shared.server.url, async (reader) => {
       const [big] = await reader.members(["t:big"]);
       expect(sorted(big!)).toEqual(range(1, 120_000));
       // Concurrent batches on one connection each get their own replies.
@@ -77,10 +66,10 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 
   it("rejects a batch holding a key of the wrong type with Redis's error, and stays in step for the next", async () => {
-    await client.flushAll();
-    await client.sAdd("t:ok", ["5", "6"]);
-    await client.set("t:string", "not a set");
-    await withReader(server.url, async (reader) => {
+    await shared.client.flushAll();
+    await shared.client.sAdd("t:ok", ["5", "6"]);
+    await shared.client.set("t:string", "not a set");
+    await withReader(shared.server.url, async (reader) => {
       const failure = await reader.members(["t:ok", "t:string", "t:ok"]).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(RedisReplyError);
       expect((failure as Error).message).toMatch(/^WRONGTYPE/);
@@ -90,12 +79,12 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 
   it("refuses members that are not user ids, then reads again on a new connection", async () => {
-    await client.flushAll();
-    await client.sAdd("t:ok", ["5"]);
-    await client.sAdd("t:names", ["alice"]);
-    await client.sAdd("t:negative", ["-4"]);
-    await client.sAdd("t:huge", ["12345678901234567890"]);
-    await withReader(server.url, async (reader) => {
+    await shared.client.flushAll();
+    await shared.client.sAdd("t:ok", ["5"]);
+    await shared.client.sAdd("t:names", ["alice"]);
+    await shared.client.sAdd("t:negative", ["-4"]);
+    await shared.client.sAdd("t:huge", ["12345678901234567890"]);
+    await withReader(shared.server.url, async (reader) => {
       for (const key of ["t:names", "t:negative", "t:huge"]) {
         await expect(reader.members([key])).rejects.toBeInstanceOf(UnexpectedReplyError);
         expect(await reader.members(["t:ok"])).toEqual([[5]]);
@@ -104,11 +93,11 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 
   it("reconnects after Redis drops its connection", async () => {
-    await client.flushAll();
-    await client.sAdd("t:ok", ["9"]);
-    await withReader(server.url, async (reader) => {
+    await shared.client.flushAll();
+    await shared.client.sAdd("t:ok", ["9"]);
+    await withReader(shared.server.url, async (reader) => {
       expect(await reader.sizes(["t:ok"])).toEqual([1]);
-      await client.sendCommand(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+      await shared.client.sendCommand(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
       // The first call may still meet the dying socket; the reader never resends, so it may fail once.
       await reader.sizes(["t:ok"]).catch(() => null);
       expect(await reader.sizes(["t:ok"])).toEqual([1]);
@@ -116,12 +105,12 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 
   it("authenticates and selects the database named in the URL, and fails when the password is wrong", async () => {
-    await client.flushAll();
-    await client.sendCommand(["ACL", "SETUSER", "reader", "on", ">s3cret", "~*", "+@all"]);
-    await client.select(3);
-    await client.sAdd("t:db3", ["1", "2"]);
-    await client.select(0);
-    const port = server.port;
+    await shared.client.flushAll();
+    await shared.client.sendCommand(["ACL", "SETUSER", "reader", "on", ">s3cret", "~*", "+@all"]);
+    await shared.client.select(3);
+    await shared.client.sAdd("t:db3", ["1", "2"]);
+    await shared.client.select(0);
+    const port = shared.server.port;
     try {
       await withReader(`redis://reader:s3cret@127.0.0.1:${port}/3`, async (reader) => {
         expect(await reader.sizes(["t:db3"])).toEqual([2]);
@@ -134,10 +123,10 @@ describe("RespIdSetReader against a real redis-server", () => {
         await expect(reader.sizes(["t:db3"])).rejects.toBe(refused);
       });
     } finally {
-      await client.sendCommand(["ACL", "DELUSER", "reader"]);
-      await client.select(3);
-      await client.flushDb();
-      await client.select(0);
+      await shared.client.sendCommand(["ACL", "DELUSER", "reader"]);
+      await shared.client.select(3);
+      await shared.client.flushDb();
+      await shared.client.select(0);
     }
   });
 
@@ -159,7 +148,7 @@ describe("RespIdSetReader against a real redis-server", () => {
       expect(again).not.toBe(refused);
       expect((again as Error).message).toMatch(/ECONNREFUSED/);
     });
-    const reader = new RespIdSetReader(respEndpointOf(server.url)!, CONNECT_TIMEOUT_MS);
+    const reader = new RespIdSetReader(respEndpointOf(shared.server.url)!, CONNECT_TIMEOUT_MS);
     await reader.close();
     await expect(reader.members(["t:any"])).rejects.toThrow(/closed/);
   });

@@ -1,24 +1,13 @@
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { respConnections } from "../../../src/fast/index.js";
 import { RedisReplyError, respEndpointOf } from "../../../src/fast/resp/link.js";
 import { RespWriter } from "../../../src/fast/resp/writer.js";
 import { connectRedis } from "../../../src/store/redis/connection.js";
-import { startRedisServer, type TestRedisServer } from "../../support/redis-servers.js";
+import { redisForFile } from "../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 
-let server: TestRedisServer;
-let client: RedisClientType;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = createClient({ url: server.url });
-  await client.connect();
-});
-afterAll(async () => {
-  await client?.close();
-  await server?.stop();
-});
+const shared = redisForFile();
 
 async function withWriter(url: string, test: (writer: RespWriter) => Promise<void>): Promise<void> {
   const writer = new RespWriter(respEndpointOf(url)!, CONNECT_TIMEOUT_MS);
@@ -31,8 +20,8 @@ async function withWriter(url: string, test: (writer: RespWriter) => Promise<voi
 
 describe("RespWriter against a real redis-server", () => {
   it("applies every command, in order, whatever its reply type", async () => {
-    await client.flushAll();
-    await withWriter(server.url, async (writer) => {
+    await shared.client.flushAll();
+    await withWriter(shared.server.url, async (writer) => {
       const members = Array.from({ length: 5_000 }, (_, i) => `m${i}`);
       await writer.write([
         ["SADD", "w:set", ...members], // integer
@@ -47,15 +36,15 @@ describe("RespWriter against a real redis-server", () => {
         ["DEL", "w:text"],
       ]);
     });
-    expect(await client.sCard("w:set")).toBe(4_998);
-    expect(await client.exists("w:text")).toBe(0);
-    expect(await client.hGet("w:hash", "f")).toBe("v");
+    expect(await shared.client.sCard("w:set")).toBe(4_998);
+    expect(await shared.client.exists("w:text")).toBe(0);
+    expect(await shared.client.hGet("w:hash", "f")).toBe("v");
   });
 
   it("rejects with Redis's error reply, and the next write still lands", async () => {
-    await client.flushAll();
-    await client.set("w:string", "x");
-    await withWriter(server.url, async (writer) => {
+    await shared.client.flushAll();
+    await shared.client.set("w:string", "x");
+    await withWriter(shared.server.url, async (writer) => {
       const failed = writer.write([
         ["SADD", "w:ok", "a"],
         ["SADD", "w:string", "b"],
@@ -64,22 +53,22 @@ describe("RespWriter against a real redis-server", () => {
       await expect(failed).rejects.toThrow(/WRONGTYPE/);
       await writer.write([["SADD", "w:after", "c"]]);
     });
-    expect(await client.sMembers("w:ok")).toEqual(["a"]);
-    expect(await client.sMembers("w:after")).toEqual(["c"]);
+    expect(await shared.client.sMembers("w:ok")).toEqual(["a"]);
+    expect(await shared.client.sMembers("w:after")).toEqual(["c"]);
   });
 
   it("authenticates and selects the database of its URL", async () => {
-    await client.flushAll();
-    await client.configSet("requirepass", "s3cret");
+    await shared.client.flushAll();
+    await shared.client.configSet("requirepass", "s3cret");
     try {
-      const url = server.url.replace("redis://", "redis://:s3cret@") + "/3";
+      const url = shared.server.url.replace("redis://", "redis://:s3cret@") + "/3";
       await withWriter(url, (writer) => writer.write([["SET", "w:db3", "yes"]]));
-      await client.auth({ password: "s3cret" });
-      await client.select(3);
-      expect(await client.get("w:db3")).toBe("yes");
-      await client.select(0);
+      await shared.client.auth({ password: "s3cret" });
+      await shared.client.select(3);
+      expect(await shared.client.get("w:db3")).toBe("yes");
+      await shared.client.select(0);
     } finally {
-      await client.configSet("requirepass", "");
+      await shared.client.configSet("requirepass", "");
     }
   });
 
@@ -96,8 +85,8 @@ describe.each([
   { name: "node-redis", own: undefined },
 ])("RedisConnection.writeAll on standalone Redis, through $name", ({ own }) => {
   it("writes more arguments than one window holds, every one of them", async () => {
-    await client.flushAll();
-    const redis = await connectRedis({ url: server.url }, own);
+    await shared.client.flushAll();
+    const redis = await connectRedis({ url: shared.server.url }, own);
     try {
       // 400 commands of 1,000 members: 400,000 arguments, more than one window of the writer.
       const commands = Array.from({ length: 400 }, (_, k) => ["SADD", `w:big:${k % 7}`, ...Array.from({ length: 1_000 }, (_, i) => `${k}-${i}`)]);
@@ -105,7 +94,7 @@ describe.each([
     } finally {
       await redis.close();
     }
-    const sizes = await Promise.all(Array.from({ length: 7 }, (_, k) => client.sCard(`w:big:${k}`)));
+    const sizes = await Promise.all(Array.from({ length: 7 }, (_, k) => shared.client.sCard(`w:big:${k}`)));
     expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(400_000);
   });
 });
