@@ -12,8 +12,9 @@ import { effectiveCores } from "./load/calibrate.js";
 import { createDataset, type Dataset } from "./workload/dataset.js";
 import { measureLiving, type LivingResult } from "./measurements/living.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measurements/measure.js";
+import { measureProtocols, renderProtocols, type ProtocolsResult } from "./measurements/protocols.js";
 import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js";
-import { planOp } from "./measurements/ops.js";
+import { PAGE_SIZE, planOp } from "./measurements/ops.js";
 import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes/processes.js";
 import { measureRedisMemory, type RedisMemory } from "./processes/redis-memory.js";
 import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
@@ -161,6 +162,21 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     log(`bench: ${plan.title} — ${plan.sample}`);
     ops.push(await measureOp(plan, options.via, targets, log));
   }
+  let protocols: ProtocolsResult | null = null;
+  if (options.protocols) {
+    const pair = dataset.pairs["median-median"][0];
+    if (!pair) throw new Error("the dataset has no median × median pair to measure the protocols with");
+    log("bench: protocols under h2load (issue 16) …");
+    protocols = await measureProtocols({
+      relgraph: { port: relgraphPort, apiKey },
+      addresses: [pair.a.address, pair.b.address],
+      limit: PAGE_SIZE,
+      durationSeconds: options.durationSeconds,
+      warmupSeconds: options.warmupSeconds,
+      work,
+      log,
+    });
+  }
   const living = options.living.length === 0 ? null : await measureLiving({
     ids: options.living,
     work,
@@ -199,8 +215,9 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
 
   const checks = evaluateTargets(ops, ingestion, memory, living);
   process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, living, targets: checks })}\n`);
+  if (protocols) process.stdout.write(`\n${renderProtocols(protocols)}\n`);
   if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/tools/cpuprofile-summary.js FILE)\n`);
-  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, checks, redisVersion, heapFlags, cores });
+  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, protocols, checks, redisVersion, heapFlags, cores });
   process.stdout.write(`Results: ${file}\n`);
   if (relgraphExit === null) return 0;
   process.stderr.write(`bench: relgraph exited during the run (${relgraphExit}); see the problems listed in the report\n`);
@@ -265,6 +282,7 @@ async function writeResults(
     memory: RedisMemory;
     ops: OpResult[];
     living: LivingResult | null;
+    protocols: ProtocolsResult | null;
     checks: ReturnType<typeof evaluateTargets>;
     redisVersion: string;
     heapFlags: string[];
@@ -304,6 +322,7 @@ async function writeResults(
     redisMemory: parts.memory,
     operations: parts.ops.map((op) => ({ ...op, ratios: ratiosOf(op) })),
     living: parts.living,
+    protocols: parts.protocols,
     targets: parts.checks,
   };
   await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);

@@ -11,6 +11,8 @@ export type OpId = (typeof OPS)[number];
  * flow, and withdrawal latency on a second server instance.
  */
 export const LIVING = ["ingest-changes", "feed-changes", "mf-mm-live", "rec-live", "withdraw"] as const;
+/** The --only name of issue 16's protocol ratios under h2load (measurements/protocols.ts). */
+export const PROTOCOLS = "protocols";
 /** One living-graph measurement. */
 export type LivingId = (typeof LIVING)[number];
 
@@ -42,6 +44,8 @@ export interface BenchOptions {
   only: readonly OpId[];
   /** The living-graph measurements selected by --only (every one by default). */
   living: readonly LivingId[];
+  /** Whether --only selects the protocol ratios under h2load (PROTOCOLS; by default yes). */
+  protocols: boolean;
   /** Change records for the ingest and feed throughput figures. */
   changeRecords: number;
   /** Withdrawal latency trials. */
@@ -77,7 +81,8 @@ Options:
   --seed S             dataset seed (default "bench")
   --duration S         seconds per measurement (saturation and part load each)
   --only a,b           operations: ${OPS.join(", ")};
-                       living graph: ${LIVING.join(", ")} (default all)
+                       living graph: ${LIVING.join(", ")};
+                       ${PROTOCOLS}: issue 16's protocol ratios under h2load, when installed (default all)
   --changes N          change records for ingest-changes and feed-changes
                        (default ${SIZES.small.changeRecords} small, ${SIZES.large.changeRecords} large)
   --trials N           withdrawal latency trials (default 30)
@@ -132,13 +137,14 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
   };
 }
 
-/** --only names operations and living-graph measurements in one list; absent, it selects all of both. */
-function selection(text: string | undefined): { only: OpId[]; living: LivingId[] } {
-  if (text === undefined) return { only: [...OPS], living: [...LIVING] };
-  const items = list<OpId | LivingId>("--only", text, [...OPS, ...LIVING]);
+/** --only names operations, living-graph measurements and the protocol ratios in one list; absent, it selects all. */
+function selection(text: string | undefined): { only: OpId[]; living: LivingId[]; protocols: boolean } {
+  if (text === undefined) return { only: [...OPS], living: [...LIVING], protocols: true };
+  const items = list<OpId | LivingId | typeof PROTOCOLS>("--only", text, [...OPS, ...LIVING, PROTOCOLS]);
   return {
     only: items.filter((item): item is OpId => (OPS as readonly string[]).includes(item)),
     living: items.filter((item): item is LivingId => (LIVING as readonly string[]).includes(item)),
+    protocols: items.includes(PROTOCOLS),
   };
 }
 

@@ -1,19 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { LIVING, OPS, parseOptions, UsageError, type BenchOptions } from "../../bench/options.js";
 
-/* --only selects read-only operations and living-graph measurements from one list. */
+/* --only selects read-only operations, living-graph measurements and the protocol ratios from one list. */
 
 const parse = (argv: string[]) => parseOptions(argv) as BenchOptions;
 
 describe("bench options", () => {
   it("selects everything by default, with the size's change count", () => {
-    expect(parse([])).toMatchObject({ only: [...OPS], living: [...LIVING], changeRecords: 100_000, trials: 30 });
+    expect(parse([])).toMatchObject({ only: [...OPS], living: [...LIVING], protocols: true, changeRecords: 100_000, trials: 30 });
     expect(parse(["--size", "large"]).changeRecords).toBe(1_000_000);
   });
 
   it("splits --only into operations and living-graph measurements", () => {
     expect(parse(["--only", "mf-mm,withdraw,feed-changes"])).toMatchObject({ only: ["mf-mm"], living: ["withdraw", "feed-changes"] });
-    expect(parse(["--only", "rec-live"])).toMatchObject({ only: [], living: ["rec-live"] });
+    expect(parse(["--only", "rec-live"])).toMatchObject({ only: [], living: ["rec-live"], protocols: false });
+    expect(parse(["--only", "protocols,mf-hh"])).toMatchObject({ only: ["mf-hh"], living: [], protocols: true });
     expect(parse(["--only", "rec", "--changes", "5000", "--trials", "3"])).toMatchObject({ only: ["rec"], living: [], changeRecords: 5_000, trials: 3 });
   });
 
