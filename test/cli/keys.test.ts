@@ -1,27 +1,11 @@
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashApiKey } from "../../src/auth/api-keys.js";
 import { runKeys } from "../../src/cli/keys.js";
 import { createStore } from "../../src/store/index.js";
+import { captureIo } from "../support/cli-io.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
 /** `relgraph keys` against a real redis-server: a key's own rate limit is stored with it. */
-
-function captureIo() {
-  const sink = () => {
-    const chunks: Buffer[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        chunks.push(Buffer.from(chunk));
-        done();
-      },
-    });
-    return { stream, text: () => Buffer.concat(chunks).toString("utf8") };
-  };
-  const stdout = sink();
-  const stderr = sink();
-  return { stdout: stdout.stream, stderr: stderr.stream, out: stdout.text, err: stderr.text };
-}
 
 describe("relgraph keys", () => {
   let redis: TestRedisServer;

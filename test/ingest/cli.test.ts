@@ -1,30 +1,14 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { runGenerate, runIngest, type CliIo } from "../../src/ingest/cli.js";
+import { runGenerate, runIngest } from "../../src/ingest/cli.js";
 import { demoWallet } from "../../src/ingest/demo-wallet.js";
 import { createClient } from "redis";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { captureIo } from "../support/cli-io.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 import { addr, createFileBox, dump, userLine, type FileBox } from "./helpers.js";
 
-/** Collects what a command writes to stdout and stderr. */
-function captureIo(): CliIo & { out(): string; err(): string } {
-  const sink = () => {
-    const chunks: Buffer[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        chunks.push(Buffer.from(chunk));
-        done();
-      },
-    });
-    return { stream, text: () => Buffer.concat(chunks).toString("utf8") };
-  };
-  const stdout = sink();
-  const stderr = sink();
-  return { stdout: stdout.stream, stderr: stderr.stream, out: stdout.text, err: stderr.text };
-}
 
 const ENV_KEYS = ["REDIS_URL", "REDIS_CLUSTER_NODES"] as const;
 let savedEnv: Record<string, string | undefined>;
