@@ -160,19 +160,12 @@ describe.each(SERVING_WAYS)("request size limits and admission before reading (i
   });
 
   it("answers an oversized chunked upload (no content-length) over HTTP/1.1 and over h2c", async () => {
-    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const request = http.request(server.url + PATH, { method: "POST", headers: { "content-type": "application/proto", apikey: TEST_API_KEY } });
-      request.on("response", (response) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (text += chunk));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
-      });
-      request.on("error", reject);
-      // Written in pieces with no end: a client that would go on uploading for ever.
-      const piece = Buffer.alloc(16 * 1024, 1);
-      for (let i = 0; i < 64; i++) request.write(piece);
-    });
+    const request = http.request(server.url + PATH, { method: "POST", headers: { "content-type": "application/proto", apikey: TEST_API_KEY } });
+    const answered = answerOf(request);
+    // Written in pieces with no end: a client that would go on uploading for ever.
+    const piece = Buffer.alloc(16 * 1024, 1);
+    for (let i = 0; i < 64; i++) request.write(piece);
+    const { status, body } = await answered;
     expect(status).toBe(429);
     expect(connectDetailCode(JSON.parse(body))).toBe("11600");
     const reply = await h2Request(
@@ -202,21 +195,27 @@ describe.each(SERVING_WAYS)("request size limits and admission before reading (i
   });
 
   it("refuses a REST request whose body is over the limit with 413 in the envelope", async () => {
-    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const request = http.request(`${server.url}/api/v1/mutualFriend?limit=2`, {
-        method: "GET",
-        headers: { apikey: TEST_API_KEY, "content-type": "application/json", "content-length": String(LIMIT + 14) },
-      });
-      request.on("response", (response) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (text += chunk));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
-      });
-      request.on("error", reject);
-      request.end(JSON.stringify({ padding: "x".repeat(LIMIT) }));
+    const request = http.request(`${server.url}/api/v1/mutualFriend?limit=2`, {
+      method: "GET",
+      headers: { apikey: TEST_API_KEY, "content-type": "application/json", "content-length": String(LIMIT + 14) },
     });
+    const answered = answerOf(request);
+    request.end(JSON.stringify({ padding: "x".repeat(LIMIT) }));
+    const { status, body } = await answered;
     expect(status).toBe(413);
     expect(JSON.parse(body)).toMatchObject({ code: "11600", data: null });
   });
 });
+
+/** The status and body of the answer to an HTTP/1.1 request the caller goes on writing. */
+function answerOf(request: http.ClientRequest): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request.on("response", (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+    });
+    request.on("error", reject);
+  });
+}
