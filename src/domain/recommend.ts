@@ -79,7 +79,9 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   for (let i = 0; i < excluded.length; i++) slots.exclude(excluded[i]!);
 
   // At most one candidate per occurrence, so the scratch arrays, sized for the occurrences, never
-  // overflow; a candidate's counts are zeroed when its slot is handed out.
+  // overflow. Counts and scores are zeroed at once (a memset), not candidate by candidate in the loop.
+  counts.fill(0, 0, occurrences * SIGNALS.length);
+  scores.fill(0, 0, occurrences);
   let candidates = 0;
   for (let offset = 0; offset < SIGNALS.length; offset++) {
     const signal = SIGNALS[offset]!;
@@ -88,14 +90,11 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
       const weight = occurrenceWeight(signal, set.length);
       for (let i = 0; i < set.length; i++) {
         const id = set[i]!;
-        let slot = slots.slotOf(id);
+        const slot = slots.claim(id, candidates);
         if (slot === EXCLUDED) continue;
-        if (slot === ABSENT) {
-          slot = candidates++;
-          slots.assign(id, slot);
+        if (slot === candidates) {
+          candidates++;
           ids[slot] = id;
-          scores[slot] = 0;
-          for (let s = slot * SIGNALS.length; s < (slot + 1) * SIGNALS.length; s++) counts[s] = 0;
         }
         counts[slot * SIGNALS.length + offset]! += 1;
         scores[slot]! += weight;
@@ -137,10 +136,11 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
     const score = scores[bySlot[start]!]!;
     let end = start + 1;
     while (end < kept && scores[bySlot[end]!] === score) end++;
+    // Weighted scores rarely tie: a run of one needs neither the sort nor the lookup.
     const run = end - start === 1 ? ordered.subarray(start, end) : ordered.subarray(start, end).sort();
     for (let i = 0; i < run.length; i++) {
       const id = run[i]!;
-      const slot = slots.slotOf(id);
+      const slot = run.length === 1 ? bySlot[start]! : slots.slotOf(id);
       const at = (start + i) * RANKED_WORDS;
       ranking[at] = Math.floor(id / 2 ** 32);
       ranking[at + 1] = id % 2 ** 32;
@@ -426,8 +426,20 @@ class SlotTable {
     }
   }
 
-  assign(id: UserId, slot: number): void {
-    this.put(id, slot);
+  /**
+   * The id's slot, or EXCLUDED; an id not in the table yet is given `fresh`, which is returned. One
+   * probe, where a lookup and then an insertion would take two.
+   */
+  claim(id: UserId, fresh: number): number {
+    for (let at = this.home(id); ; at = (at + 1) & this.mask) {
+      if (this.generations[at] !== this.generation) {
+        this.generations[at] = this.generation;
+        this.keys[at] = id;
+        this.values[at] = fresh;
+        return fresh;
+      }
+      if (this.keys[at] === id) return this.values[at]!;
+    }
   }
 
   exclude(id: UserId): void {
