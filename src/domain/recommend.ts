@@ -66,50 +66,59 @@ export type SignalSets = { readonly [S in Signal]: readonly ArrayLike<UserId>[] 
  * score, so that ties at the cutoff are all kept for the relationId tie-break. Each occurrence
  * weighs occurrenceWeight of its set's size. The cutoff comes from a selection in linear time, and
  * only the contenders are sorted.
+ *
+ * Its working arrays are kept from call to call (TallyScratch): allocated per call, their zeroing
+ * and their collection cost a recommendation more than the counting itself. The call never awaits,
+ * so one set of them serves every call of the thread. Only the Ranking returned is new.
  */
 export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, max: number): Ranking {
   let occurrences = excluded.length;
   for (const signal of SIGNALS) for (const set of sets[signal]) occurrences += set.length;
-  const slots = new SlotTable(occurrences);
+  const scratch = TallyScratch.forOccurrences(occurrences);
+  const { slots, ids, counts, scores } = scratch;
   for (let i = 0; i < excluded.length; i++) slots.exclude(excluded[i]!);
 
-  // At most one candidate per occurrence, so these never grow. Typed arrays rather than an object
-  // per candidate: a call sees thousands of candidates.
-  const ids = new Float64Array(occurrences);
-  const counts = new Int32Array(occurrences * SIGNALS.length);
-  const scores = new Float64Array(occurrences);
+  // At most one candidate per occurrence, so the scratch arrays, sized for the occurrences, never
+  // overflow. Counts and scores are zeroed at once (a memset), not candidate by candidate in the loop.
+  counts.fill(0, 0, occurrences * SIGNALS.length);
+  scores.fill(0, 0, occurrences);
   let candidates = 0;
-  SIGNALS.forEach((signal, offset) => {
+  for (let offset = 0; offset < SIGNALS.length; offset++) {
+    const signal = SIGNALS[offset]!;
     for (const set of sets[signal]) {
       // The weight depends only on the set, so it costs one power per set, not per member.
       const weight = occurrenceWeight(signal, set.length);
       for (let i = 0; i < set.length; i++) {
         const id = set[i]!;
-        let slot = slots.slotOf(id);
+        const slot = slots.claim(id, candidates);
         if (slot === EXCLUDED) continue;
-        if (slot === ABSENT) {
-          slot = candidates++;
-          slots.assign(id, slot);
+        if (slot === candidates) {
+          candidates++;
           ids[slot] = id;
         }
         counts[slot * SIGNALS.length + offset]! += 1;
         scores[slot]! += weight;
       }
     }
-  });
+  }
 
   let best = 0;
   for (let slot = 0; slot < candidates; slot++) {
     scores[slot] = Math.min(scores[slot]!, MAX_SCORE);
     if (scores[slot]! > best) best = scores[slot]!;
   }
-  const cutoff = candidates <= max ? 0 : kthLargest(scores.slice(0, candidates), max);
+  let cutoff = 0;
+  if (candidates > max) {
+    const values = scratch.keys.subarray(0, candidates);
+    values.set(scores.subarray(0, candidates));
+    cutoff = kthLargest(values, max);
+  }
   let kept = 0;
   for (let slot = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) kept++;
 
   // Contenders by descending score: one native sort of keys that pack (best - score, slot), since
   // scores stay below 2^31 and slots below 2^22, exactly within a double.
-  const bySlot = new Float64Array(kept);
+  const bySlot = scratch.keys.subarray(0, kept);
   for (let slot = 0, at = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) bySlot[at++] = slot;
   if (candidates - 1 <= MAX_KEYED_SLOT) {
     for (let i = 0; i < kept; i++) bySlot[i] = (best - scores[bySlot[i]!]!) * (MAX_KEYED_SLOT + 1) + bySlot[i]!;
@@ -120,17 +129,18 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   }
   // Each run of equal score in ascending id order, a canonical order that needs no lookup: the ids
   // are sorted natively, and their slots found again through the table.
-  const ordered = new Float64Array(kept);
+  const ordered = scratch.ordered.subarray(0, kept);
   for (let i = 0; i < kept; i++) ordered[i] = ids[bySlot[i]!]!;
   const ranking = new Uint32Array(kept * RANKED_WORDS);
   for (let start = 0; start < kept; ) {
     const score = scores[bySlot[start]!]!;
     let end = start + 1;
     while (end < kept && scores[bySlot[end]!] === score) end++;
-    const run = ordered.subarray(start, end).sort();
+    // Weighted scores rarely tie: a run of one needs neither the sort nor the lookup.
+    const run = end - start === 1 ? ordered.subarray(start, end) : ordered.subarray(start, end).sort();
     for (let i = 0; i < run.length; i++) {
       const id = run[i]!;
-      const slot = slots.slotOf(id);
+      const slot = run.length === 1 ? bySlot[start]! : slots.slotOf(id);
       const at = (start + i) * RANKED_WORDS;
       ranking[at] = Math.floor(id / 2 ** 32);
       ranking[at + 1] = id % 2 ** 32;
@@ -141,6 +151,51 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   }
   return new Ranking(ranking);
 }
+
+/**
+ * tallyContenders' working arrays, kept for the next call and grown (to a power of two) when a call
+ * has more occurrences than any before: the slot table, and per candidate its id, counts and score,
+ * and two arrays of sort keys. Nothing in them is read before the call writes it. Past
+ * KEPT_OCCURRENCES (only with the bounds lifted, as the evaluation does) they are made for the one
+ * call and not kept.
+ */
+class TallyScratch {
+  private static current: TallyScratch | null = null;
+
+  readonly slots: SlotTable;
+  readonly ids: Float64Array;
+  readonly counts: Int32Array;
+  readonly scores: Float64Array;
+  /** The selection's copy of the scores, then the sort keys. */
+  readonly keys: Float64Array;
+  readonly ordered: Float64Array;
+
+  private constructor(readonly capacity: number) {
+    this.slots = new SlotTable(capacity);
+    this.ids = new Float64Array(capacity);
+    this.counts = new Int32Array(capacity * SIGNALS.length);
+    this.scores = new Float64Array(capacity);
+    this.keys = new Float64Array(capacity);
+    this.ordered = new Float64Array(capacity);
+  }
+
+  /** Scratch for a call of `occurrences`, its slot table emptied. */
+  static forOccurrences(occurrences: number): TallyScratch {
+    let scratch = TallyScratch.current;
+    if (scratch === null || scratch.capacity < occurrences) {
+      scratch = new TallyScratch(2 ** Math.max(10, Math.ceil(Math.log2(occurrences + 1))));
+      if (occurrences <= KEPT_OCCURRENCES) TallyScratch.current = scratch;
+    }
+    scratch.slots.reset(occurrences);
+    return scratch;
+  }
+}
+
+/**
+ * The most occurrences whose scratch arrays are kept between calls (about 10 MB): more than a served
+ * call reads (5 signals × the member budget, and the user's own friends).
+ */
+const KEPT_OCCURRENCES = 2 ** 17;
 
 /** Scores are capped here, far above any real one, so that the sort keys of tallyContenders stay exact. */
 const MAX_SCORE = 2 ** 31 - 1;
@@ -325,46 +380,76 @@ const ABSENT = -1;
 const EXCLUDED = -2;
 
 /**
- * UserId → candidate slot, by open addressing over typed arrays sized once per call: a Map here cost
- * a hash-table entry per candidate and was the hottest line of a recommendation.
+ * UserId → candidate slot, by open addressing over typed arrays: a Map here cost a hash-table entry
+ * per candidate and was the hottest line of a recommendation. The arrays are kept across calls
+ * (TallyScratch); each call (reset) takes a new generation, and an entry of an older generation
+ * reads as empty, so emptying the table costs nothing.
  */
 class SlotTable {
   /** Float64, not Int32: any safe-integer UserId (Redis INCR allocates them) is kept exactly. */
   private readonly keys: Float64Array;
-  /** 0 marks an empty entry; a stored value v is kept as v + 3, so EXCLUDED and every slot are non-zero. */
   private readonly values: Int32Array;
-  private readonly shift: number;
-  private readonly mask: number;
+  /** The generation each entry was written in. */
+  private readonly generations: Uint32Array;
+  private generation = 0;
+  private shift = 0;
+  private mask = 0;
 
-  constructor(entries: number) {
-    // Load factor at most ½, so probes stay short.
-    const bits = Math.max(4, Math.ceil(Math.log2(entries * 2 + 1)));
-    this.keys = new Float64Array(1 << bits);
-    this.values = new Int32Array(1 << bits);
+  /** A table for up to `capacity` entries a call. */
+  constructor(capacity: number) {
+    const size = 2 ** SlotTable.bitsFor(capacity);
+    this.keys = new Float64Array(size);
+    this.values = new Int32Array(size);
+    this.generations = new Uint32Array(size);
+  }
+
+  /**
+   * Empties the table for a call of up to `entries` entries, using only as much of it as keeps the
+   * load factor at most ½: probes stay short, and a small call touches little memory.
+   */
+  reset(entries: number): void {
+    const bits = SlotTable.bitsFor(entries);
     this.shift = 32 - bits;
     this.mask = (1 << bits) - 1;
+    if (this.generation === 0xffffffff) {
+      this.generations.fill(0);
+      this.generation = 0;
+    }
+    this.generation++;
   }
 
   /** The id's slot, ABSENT or EXCLUDED. */
   slotOf(id: UserId): number {
     for (let at = this.home(id); ; at = (at + 1) & this.mask) {
-      const value = this.values[at]!;
-      if (value === 0) return ABSENT;
-      if (this.keys[at] === id) return value - 3;
+      if (this.generations[at] !== this.generation) return ABSENT;
+      if (this.keys[at] === id) return this.values[at]!;
     }
   }
 
-  assign(id: UserId, slot: number): void {
-    this.put(id, slot + 3);
+  /**
+   * The id's slot, or EXCLUDED; an id not in the table yet is given `fresh`, which is returned. One
+   * probe, where a lookup and then an insertion would take two.
+   */
+  claim(id: UserId, fresh: number): number {
+    for (let at = this.home(id); ; at = (at + 1) & this.mask) {
+      if (this.generations[at] !== this.generation) {
+        this.generations[at] = this.generation;
+        this.keys[at] = id;
+        this.values[at] = fresh;
+        return fresh;
+      }
+      if (this.keys[at] === id) return this.values[at]!;
+    }
   }
 
   exclude(id: UserId): void {
-    this.put(id, EXCLUDED + 3);
+    this.put(id, EXCLUDED);
   }
 
   private put(id: UserId, value: number): void {
     let at = this.home(id);
-    while (this.values[at] !== 0 && this.keys[at] !== id) at = (at + 1) & this.mask;
+    while (this.generations[at] === this.generation && this.keys[at] !== id) at = (at + 1) & this.mask;
+    this.generations[at] = this.generation;
     this.keys[at] = id;
     this.values[at] = value;
   }
@@ -372,6 +457,11 @@ class SlotTable {
   /** Fibonacci hashing: sequential ids spread over the whole table. */
   private home(id: UserId): number {
     return Math.imul(id, 0x9e3779b1) >>> this.shift;
+  }
+
+  /** Bits of a table that holds `entries` at a load factor of at most ½. */
+  private static bitsFor(entries: number): number {
+    return Math.max(4, Math.ceil(Math.log2(entries * 2 + 1)));
   }
 }
 

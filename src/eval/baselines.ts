@@ -46,6 +46,18 @@ export const BASELINES = ["random", "preferential attachment", "common neighbour
 /** One baseline method. */
 export type Baseline = (typeof BASELINES)[number];
 
+/** A scoring explored beyond relgraph's (BaselineRanker.rankExplored), with the row it reports as. */
+export type Exploration =
+  | { kind: "degree prior"; gamma: number; name: string }
+  | { kind: "local path" | "local path, read sets"; epsilon: number; name: string };
+
+/** What --explore adds: a few settings of each exploration, chosen to bracket their useful range. */
+export const EXPLORATIONS: readonly Exploration[] = [
+  ...[-0.5, -0.25, -0.1, 0.1, 0.25].map((gamma) => ({ kind: "degree prior" as const, gamma, name: `× d(c)^${gamma}` })),
+  ...[0.01, 0.1, 0.3, 1].map((epsilon) => ({ kind: "local path" as const, epsilon, name: `local path, ε ${epsilon}` })),
+  ...[0.05, 0.2, 1].map((epsilon) => ({ kind: "local path, read sets" as const, epsilon, name: `local path over read sets, ε ${epsilon}` })),
+];
+
 /** What a ranker may not recommend to the user: marks[node] === stamp for the user and the nodes excluded. */
 export interface Exclusion {
   marks: Uint32Array;
@@ -127,6 +139,58 @@ export class BaselineRanker {
    */
   rankByRarity(exponent: number, user: number, excluded: Exclusion, max: number): number[] {
     return this.twoHop((degree) => degree ** -exponent, false, user, excluded, max);
+  }
+
+  /**
+   * An exploration beyond relgraph's 2-hop score (Σ d(w)^-β over common neighbours w), for --explore:
+   * the score times a prior on the candidate's degree, d(c)^γ; or local-path evidence (Lü, Jin and
+   * Zhou's A² + εA³, with each step weighted by d^-β), over every 3-path user–w–x–c, or only over those
+   * a recommendation has already read, whose middle x is also the user's neighbour: each common
+   * neighbour x then counts 1 + ε·e(x), e(x) the user's neighbours x knows.
+   */
+  rankExplored(exploration: Exploration, beta: number, user: number, excluded: Exclusion, max: number): number[] {
+    const { graph, score } = this;
+    const stamp = ++this.stamp;
+    let touched = 0;
+    const add = (c: number, amount: number) => {
+      if (excluded.marks[c] === excluded.stamp) return;
+      if (this.seen[c] !== stamp) {
+        this.seen[c] = stamp;
+        score[c] = 0;
+        this.touched[touched++] = c;
+      }
+      score[c]! += amount;
+    };
+    const rarity = (node: number) => Math.max(2, graph.degree(node)) ** -beta;
+    const neighbours = graph.neighboursOf(user);
+    if (exploration.kind === "local path, read sets") {
+      // The user's neighbours, marked in `residual` (scratch here) for the embeddedness count.
+      for (const w of neighbours) this.residual[w] = stamp;
+      for (const x of neighbours) {
+        let embeddedness = 0;
+        for (const y of graph.neighboursOf(x)) if (this.residual[y] === stamp) embeddedness++;
+        const weight = rarity(x) * (1 + exploration.epsilon * embeddedness);
+        for (const c of graph.neighboursOf(x)) add(c, weight);
+      }
+      for (const w of neighbours) this.residual[w] = 0;
+    } else {
+      for (const w of neighbours) {
+        const weight = rarity(w);
+        for (const x of graph.neighboursOf(w)) {
+          add(x, weight);
+          if (exploration.kind !== "local path" || x === user) continue;
+          const path = exploration.epsilon * weight * rarity(x);
+          for (const c of graph.neighboursOf(x)) if (c !== user) add(c, path);
+        }
+      }
+      if (exploration.kind === "degree prior") {
+        for (let i = 0; i < touched; i++) {
+          const c = this.touched[i]!;
+          score[c] = score[c]! * Math.max(1, graph.degree(c)) ** exploration.gamma;
+        }
+      }
+    }
+    return this.top(touched, max);
   }
 
   /** The neighbourhood-overlap indices: every path user–w–c adds w's contribution to c. */

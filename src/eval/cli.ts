@@ -38,6 +38,8 @@ Options:
   --validation     evaluate on a validation split: each seed's test edges are removed unseen and
                    the hidden edges drawn from the rest (for choosing weights)
   --tune B,B,...   also rank by the sum of degree^-B over common neighbours, one row per B
+  --explore        also rank by that sum (B 0.75, the served one) times a prior on the candidate's
+                   degree, and with local-path (3-step) evidence, a row per setting
   --first-hop-cap N  serve with this first-hop cap instead of the default (RECOMMEND_FIRST_HOP_CAP),
                    to measure what a cap costs against the row without one
   -h, --help       show this help
@@ -80,6 +82,7 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
         json: { type: "string" },
         validation: { type: "boolean" },
         tune: { type: "string" },
+        explore: { type: "boolean" },
         "first-hop-cap": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -120,6 +123,7 @@ async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
       resamples,
       validation: values.validation ?? false,
       tuneExponents: values.tune?.split(",").map(Number) ?? [],
+      explore: values.explore ?? false,
       firstHopCap,
       onProgress: ({ seed, done, total, perSecond }) =>
         io.stderr.write(`seed ${seed}/${seeds}: ${done}/${total} users, ${perSecond.toFixed(0)} users/s\n`),

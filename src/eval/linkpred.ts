@@ -8,7 +8,8 @@ import { createPrng } from "../ingest/prng.js";
 import { readLines } from "../ingest/read-lines.js";
 import { createRelationService, type RelationServiceMethods } from "../rpc/relation-service.js";
 import { createMemoryStore } from "../store/index.js";
-import { BASELINES, BaselineRanker, UndirectedGraph, type Exclusion } from "./baselines.js";
+import { RARITY_EXPONENTS } from "../domain/recommend.js";
+import { BASELINES, BaselineRanker, EXPLORATIONS, UndirectedGraph, type Exclusion } from "./baselines.js";
 import { bootstrapMean, bootstrapRatio, METRICS, scoreRanking, type Estimate, type Metric } from "./metrics.js";
 
 /** Options of a link-prediction run. */
@@ -35,6 +36,11 @@ export interface LinkPredOptions {
   firstHopCap?: number;
   /** Also rank by Σ degree^-exponent over common neighbours, one row per exponent (see --tune). */
   tuneExponents?: readonly number[];
+  /**
+   * Also rank by relgraph's mutual-friend score with a candidate-degree prior, and with local-path
+   * (3-step) evidence, one row per setting (EXPLORATIONS; see --explore).
+   */
+  explore?: boolean;
   /** Called about once a second while users are evaluated. */
   onProgress?: (progress: { seed: number; done: number; total: number; perSecond: number }) => void;
 }
@@ -100,7 +106,8 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
   const tuned = (options.tuneExponents ?? []).map((exponent) => ({ exponent, name: `rarity d^-${exponent}` }));
   const served: RecommendationLimits = { ...DEFAULT_RECOMMENDATION_LIMITS, firstHopCap: options.firstHopCap ?? DEFAULT_RECOMMENDATION_LIMITS.firstHopCap };
   const limitsOfRows = [served, { ...served, memberBudget: NO_BUDGET_LIMITS.memberBudget }, UNBOUNDED_LIMITS, { ...served, firstHopCap: Number.MAX_SAFE_INTEGER }];
-  const names = [RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, RELGRAPH_NO_FIRST_HOP_CAP, ...BASELINES, ...tuned.map((row) => row.name)];
+  const explored = options.explore ? EXPLORATIONS : [];
+  const names = [RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_UNBOUNDED, RELGRAPH_NO_FIRST_HOP_CAP, ...BASELINES, ...tuned.map((row) => row.name), ...explored.map((row) => row.name)];
   const values = new Map(names.map((name) => [name, METRICS.map(() => [] as number[])]));
   const ceiling: number[] = [];
   let hiddenEdges = 0;
@@ -175,6 +182,7 @@ export async function runLinkPrediction(options: LinkPredOptions): Promise<LinkP
       }
       for (const method of BASELINES) record(method, ranker.rank(method, user, exclusion, MAX_RANKED));
       for (const { exponent, name } of tuned) record(name, ranker.rankByRarity(exponent, user, exclusion, MAX_RANKED));
+      for (const exploration of explored) record(exploration.name, ranker.rankExplored(exploration, RARITY_EXPONENTS.mutualFriends, user, exclusion, MAX_RANKED));
 
       const now = performance.now();
       if (now - lastReport >= 1000) {

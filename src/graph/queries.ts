@@ -384,11 +384,21 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
   for (let i = 0; i < items.length; i++) if (sizes[i]! > 0 && sizes[i]! <= maxSet) expandable.push(i);
   // UserIds below 2^32 with sets below 2^21 sort as one packed number each (size, then id),
   // natively: a comparator over a hub's thousands of neighbours cost more than the rest of the choice.
-  if (maxSet < 2 ** 21 && expandable.every((i) => typeof items[i] === "number" && (items[i] as number) < 2 ** 32)) {
-    const keys = Float64Array.from(expandable, (i) => sizes[i]! * 2 ** 32 + (items[i] as number));
-    keys.sort();
-    for (const key of keys) if (!take((key % 2 ** 32) as T, Math.floor(key / 2 ** 32))) break;
-    return chosen;
+  // The keys are made in a plain loop that gives up at the first item that cannot be packed:
+  // Float64Array.from with a mapping function, after a check by every(), cost twice as much.
+  if (maxSet < 2 ** 21) {
+    const keys = new Float64Array(expandable.length);
+    let packed = 0;
+    for (; packed < expandable.length; packed++) {
+      const item = items[expandable[packed]!]!;
+      if (typeof item !== "number" || item >= 2 ** 32) break;
+      keys[packed] = sizes[expandable[packed]!]! * 2 ** 32 + item;
+    }
+    if (packed === expandable.length) {
+      keys.sort();
+      for (let i = 0; i < keys.length; i++) if (!take((keys[i]! % 2 ** 32) as T, Math.floor(keys[i]! / 2 ** 32))) break;
+      return chosen;
+    }
   }
   expandable.sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
   for (const i of expandable) if (!take(items[i]!, sizes[i]!)) break;

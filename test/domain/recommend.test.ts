@@ -90,6 +90,55 @@ describe("recommendation scoring", () => {
     expect(top.ids(0, top.length)).toEqual(ranked.filter((id) => expected.get(id)!.score >= cutoff));
   });
 
+  it("ranks exactly as a plain tally and full sort do, call after call of any size (its scratch arrays carry nothing over)", () => {
+    // The reference: a Map per candidate, every candidate sorted, the cut after the max-th score.
+    const reference = (excluded: readonly number[], input: SignalSets, max: number): number[] => {
+      const skip = new Set(excluded);
+      const rows = new Map<number, { score: number; counts: number[] }>();
+      SIGNALS.forEach((signal, s) => {
+        for (const set of input[signal]) {
+          for (const id of Array.from(set)) {
+            if (skip.has(id)) continue;
+            const row = rows.get(id) ?? { score: 0, counts: SIGNALS.map(() => 0) };
+            row.score += occurrenceWeight(signal, set.length);
+            row.counts[s]! += 1;
+            rows.set(id, row);
+          }
+        }
+      });
+      const ranked = [...rows].sort(([a, x], [b, y]) => y.score - x.score || a - b);
+      const cutoff = ranked.length > max ? ranked[max - 1]![1].score : 0;
+      return ranked
+        .filter(([, row]) => row.score >= cutoff)
+        .flatMap(([id, row]) => [Math.floor(id / 2 ** 32), id % 2 ** 32, row.score, ...row.counts]);
+    };
+    const rng = createPrng("tally-differential");
+    // Small and large calls interleaved, over a few or many distinct ids (many ties, or few), some
+    // past 2^32, one past the occurrences whose scratch is kept (2^17), with excluded ids in the sets.
+    const shapes = [
+      { sets: 3, members: 4, ids: 10 },
+      { sets: 40, members: 50, ids: 200_000 },
+      { sets: 2, members: 1, ids: 3 },
+      { sets: 30, members: 200, ids: 500 },
+      { sets: 10, members: 30, ids: 40 },
+      { sets: 25, members: 60, ids: 2 ** 45 },
+    ];
+    const huge = { sets: 60, members: 2_500, ids: 5_000_000 };
+    for (let round = 0; round < 25; round++) {
+      const shape = round === 12 ? huge : shapes[round % shapes.length]!;
+      const id = () => 1 + rng.int(Math.min(shape.ids, 2 ** 31)) * (shape.ids > 2 ** 31 ? 2 ** 14 : 1);
+      const excluded = Array.from({ length: 1 + rng.int(20) }, id);
+      const input = sets(
+        Object.fromEntries(
+          SIGNALS.map((signal) => [signal, Array.from({ length: rng.int(shape.sets + 1) }, () => Array.from({ length: 1 + rng.int(shape.members) }, id))]),
+        ),
+      );
+      for (const max of [1, 5, 500]) {
+        expect(Array.from(new Uint32Array(tallyContenders(excluded, input, max).bytes.buffer.slice(0)))).toEqual(reference(excluded, input, max));
+      }
+    }
+  });
+
   it("ranks by descending score then ascending id, and serves each page's ties by ascending relationId", () => {
     // Scores: 7 (a mutual friend and an NFT); 40 and 3 (a mutual friend each); 2 ** 40 and 9 (an NFT each); 1 (a contract).
     const ranking = tallyContenders(

@@ -5,6 +5,8 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readGraphTool, readNostrSocialGraph, toJsonLines } from "../../src/eval/datasets.js";
 import { formatReport } from "../../src/eval/cli.js";
+import { BaselineRanker, EXPLORATIONS, UndirectedGraph, type Exploration } from "../../src/eval/baselines.js";
+import { createPrng } from "../../src/ingest/prng.js";
 import { RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_NO_FIRST_HOP_CAP, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
 import { scoreRanking } from "../../src/eval/metrics.js";
 
@@ -100,10 +102,44 @@ describe("link prediction on a real sample", () => {
   });
 
   it("chooses weights on a validation split without seeing the test edges", async () => {
-    const report = await run({ validation: true, tuneExponents: [0, 0.75] });
-    expect(report.methods.map((row) => row.name).slice(-2)).toEqual(["rarity d^-0", "rarity d^-0.75"]);
+    const report = await run({ validation: true, tuneExponents: [0, 0.75], explore: true });
+    expect(report.methods.map((row) => row.name).slice(-2 - EXPLORATIONS.length)).toEqual(["rarity d^-0", "rarity d^-0.75", ...EXPLORATIONS.map((e) => e.name)]);
     // Validation hides a share of what the test split left: fewer edges than the test split hides.
     expect(report.hiddenEdges).toBe(2 * Math.round((491 - Math.round(491 * 0.2)) * 0.2));
+  });
+});
+
+describe("explorations beyond the 2-hop score (--explore)", () => {
+  /** Ranks for node 0 of an undirected graph, excluding it and its neighbours as the evaluation does. */
+  const rank = (edges: [number, number][], exploration: Exploration) => {
+    const nodes = 1 + Math.max(...edges.flat());
+    const graph = new UndirectedGraph(nodes, edges.map(([a]) => a), edges.map(([, b]) => b), Uint32Array.from({ length: nodes }, (_, i) => i));
+    const marks = new Uint32Array(nodes);
+    for (const node of [0, ...graph.neighboursOf(0)]) marks[node] = 1;
+    return new BaselineRanker(graph, createPrng("explore")).rankExplored(exploration, 0.75, 0, { marks, stamp: 1 }, 10);
+  };
+  const prior = (gamma: number): Exploration => ({ kind: "degree prior", gamma, name: "" });
+  const path = (epsilon: number, kind: "local path" | "local path, read sets" = "local path"): Exploration => ({ kind, epsilon, name: "" });
+
+  it("reaches a candidate three steps away only with local-path evidence", () => {
+    const chain: [number, number][] = [[0, 1], [1, 3], [3, 4]];
+    expect(rank(chain, prior(0))).toEqual([3]);
+    expect(rank(chain, path(0.1))).toEqual([3, 4]);
+  });
+
+  it("over the read sets, weighs a common neighbour by how many of the user's neighbours it knows", () => {
+    // 3 comes through 1 (3 neighbours, one of them the user's neighbour 2), 4 through 5 (2 neighbours, none).
+    const edges: [number, number][] = [[0, 1], [0, 2], [0, 5], [1, 2], [1, 3], [5, 4]];
+    expect(rank(edges, path(0, "local path, read sets"))).toEqual([4, 3]);
+    expect(rank(edges, path(1, "local path, read sets"))).toEqual([3, 4]);
+  });
+
+  it("with a degree prior, orders equal evidence by the candidate's degree, either way", () => {
+    // 3 and 4 each share neighbour 1 with the user; 4 has two more neighbours.
+    const edges: [number, number][] = [[0, 1], [1, 3], [1, 4], [4, 6], [4, 7]];
+    expect(rank(edges, prior(0.25))).toEqual([4, 3]);
+    expect(rank(edges, prior(-0.25))).toEqual([3, 4]);
+    expect(EXPLORATIONS.map((e) => e.kind)).toEqual(expect.arrayContaining(["degree prior", "local path", "local path, read sets"]));
   });
 });
 

@@ -78,6 +78,15 @@ describe("recommendation bounds", () => {
     expect(await (await queriesOver(records, { memberBudget: 5 })).recommend("a")).toHaveLength(3);
   });
 
+  it("expands the smallest friend sets first, whatever the order of the friends' ids, as far as the member budget goes", async () => {
+    // Friend f1 (the lower id) has three friends (a, w, x), f2 two (a, y): with room for two members
+    // only f2's set is read; with room for five both are.
+    const records = graph({ users: ["a", "f1", "f2", "w", "x", "y"], friends: [["a", "f1"], ["a", "f2"], ["f1", "w"], ["f1", "x"], ["f2", "y"]] });
+    expect(await (await queriesOver(records, { memberBudget: 2 })).recommend("a")).toEqual(["y: 1 mutual friend"]);
+    expect(await (await queriesOver(records, { memberBudget: 4 })).recommend("a")).toEqual(["y: 1 mutual friend"]);
+    expect(await (await queriesOver(records, { memberBudget: 5 })).recommend("a")).toHaveLength(3);
+  });
+
   // a's friend h is a hub (friends a, p, q, r); a's friend f has friends a and z.
   const hub = graph({ users: ["a", "h", "f", "p", "q", "r", "z"], friends: [["a", "h"], ["a", "f"], ["h", "p"], ["h", "q"], ["h", "r"], ["f", "z"]] });
 

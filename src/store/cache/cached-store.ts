@@ -283,13 +283,19 @@ export async function cachedMany<K, V>(
   load: (keys: K[]) => Promise<(V | null)[]>,
   tally?: Tally,
 ): Promise<(V | null)[]> {
-  const found = keys.map((key) => cache.get(key) ?? null);
-  const missing = [...new Set(keys.filter((_, i) => found[i] === null))];
-  if (tally) {
-    tally.misses += missing.length;
-    for (const value of found) if (value !== null) tally.hits += 1;
+  // One pass, and no other array while everything is held, as it mostly is: a recommendation asks
+  // this a dozen times.
+  const found = new Array<V | null>(keys.length);
+  let missed: K[] | null = null;
+  for (let i = 0; i < keys.length; i++) {
+    const value = cache.get(keys[i]!);
+    if (value === undefined) (missed ??= []).push(keys[i]!);
+    found[i] = value ?? null;
   }
-  if (missing.length === 0) return found;
+  if (tally) tally.hits += keys.length - (missed?.length ?? 0);
+  if (missed === null) return found;
+  const missing = [...new Set(missed)];
+  if (tally) tally.misses += missing.length;
   const startedAt = epochs.now();
   const loaded = await load(missing);
   const byKey = new Map<K, V>();

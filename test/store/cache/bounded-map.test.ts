@@ -117,8 +117,11 @@ describe("BoundedMap", () => {
     expect([sets.size, sets.held]).toEqual([0, 0]);
   });
 
-  it("keeps evicting the oldest values, exactly as a list would, through thousands of evictions, deletes and clears", () => {
-    const weightOf = (key: number) => 1 + (key % 5);
+  it("keeps evicting the oldest values, exactly as a list would, through thousands of evictions, deletes and clears, whatever the keys", () => {
+    // Keys the array indexes (small non-negative integers) and keys only the Map holds (past its
+    // range, fractional, negative), mixed in one map.
+    const keys = Array.from({ length: 80 }, (_, n) => [n, 2 ** 22 + n, n + 0.5, -n - 1][n % 4]!);
+    const weightOf = (key: number) => 1 + (keys.indexOf(key) % 5);
     const sets = new BoundedMap<number, number[]>(60, (members) => members.length);
     // The reference: a plain list, oldest first.
     let model: number[] = [];
@@ -130,7 +133,7 @@ describe("BoundedMap", () => {
         sets.clear();
         model = [];
       }
-      const key = random(80);
+      const key = keys[random(80)]!;
       if (step % 7 === 3) {
         sets.delete(key);
         model = model.filter((k) => k !== key);
@@ -143,6 +146,7 @@ describe("BoundedMap", () => {
         expect(model.includes(key)).toBe(true);
       }
       expect([sets.size, sets.held]).toEqual([model.length, modelHeld()]);
+      if (step % 100 === 0) expect(keys.filter((k) => sets.get(k) !== undefined)).toEqual(keys.filter((k) => model.includes(k)));
     }
   });
 });
