@@ -21,9 +21,18 @@ import { isPlainMessage } from "../../transport/plain-message.js";
  * polymorphic reads of the descriptors and in per-byte loops, a third of a gRPC MutualFriend call's
  * profile (bench/README.md, issue 16 item 7). Any other message, a value toBinary
  * would refuse, or unknown fields take toBinary itself, so its output and its errors stay the reference.
+ *
+ * `reserve` bytes are left unwritten at the start, for the caller's framing (a gRPC envelope's
+ * prefix), so that the message is not copied once more behind it.
  */
-export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>): Uint8Array {
-  const generic = () => toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
+export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>, reserve = 0): Uint8Array {
+  const generic = () => {
+    const bytes = toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
+    if (reserve === 0) return bytes;
+    const framed = Buffer.allocUnsafe(reserve + bytes.length);
+    framed.set(bytes, reserve);
+    return framed;
+  };
   if (!isPlainMessage(schema)) return generic();
   let bytes: string;
   try {
@@ -32,7 +41,10 @@ export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: Me
     if (err === NOT_PLAIN) return generic();
     throw err;
   }
-  return Buffer.from(bytes, "latin1");
+  if (reserve === 0) return Buffer.from(bytes, "latin1");
+  const framed = Buffer.allocUnsafe(reserve + bytes.length);
+  framed.write(bytes, reserve, "latin1");
+  return framed;
 }
 
 type Fields = Record<string, unknown> & { $unknown?: unknown[] };

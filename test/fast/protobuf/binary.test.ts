@@ -62,6 +62,15 @@ describe("toBinaryFast", () => {
     }
   });
 
+  it("leaves reserved bytes in front of the message, on both paths, for a caller's framing", () => {
+    const init = { data: users(7), cursor: "c" };
+    const framed = toBinaryFast(MutualFriendResponseSchema, init, 5);
+    expect(hex(framed.subarray(5))).toBe(hex(toBinary(MutualFriendResponseSchema, create(MutualFriendResponseSchema, init))));
+    const timestamp = create(TimestampSchema, { seconds: 1_700_000_000n, nanos: 5 });
+    expect(hex(toBinaryFast(TimestampSchema, timestamp, 5).subarray(5))).toBe(hex(toBinary(TimestampSchema, timestamp)));
+    expect(toBinaryFast(TimestampSchema, timestamp, 5).length).toBe(5 + toBinary(TimestampSchema, timestamp).length);
+  });
+
   it("round-trips through fromBinary", () => {
     const message = create(MutualFriendResponseSchema, { data: users(30), cursor: "c" });
     const decoded = fromBinary(MutualFriendResponseSchema, toBinaryFast(MutualFriendResponseSchema, message));
