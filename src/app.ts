@@ -69,7 +69,11 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   await registerCors(app, corsOrigins);
 
   // Before connect-es arms its deadline timer from these headers.
-  app.addHook("onRequest", async (request) => clampDeadlineHeaders(request.raw.headers));
+  // Callback hooks on every request (see server.ts).
+  app.addHook("onRequest", (request, _reply, done) => {
+    clampDeadlineHeaders(request.raw.headers);
+    done();
+  });
   // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
   const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
   await app.register(fastifyConnectPlugin, {
@@ -100,9 +104,10 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   await app.register(webPages, { routes });
 
   if (metrics) {
-    app.addHook("onResponse", async (request, reply) => {
+    app.addHook("onResponse", (request, reply, done) => {
       const operation = request.routeOptions.url ?? "unknown";
       metrics.observeRequest(operation, protocolOf(request.headers["content-type"], operation), String(reply.statusCode), reply.elapsedTime / 1000);
+      done();
     });
     app.get("/metrics", async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   }

@@ -1,6 +1,7 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { FeedStats } from "../feed/consumer.js";
 import type { CacheStats, GraphStore } from "../store/store.js";
+import { keyedCounter, keyedHistogram } from "./keyed-series.js";
 
 /** Latency buckets in seconds: relgraph answers in tens of microseconds to a few hundred milliseconds. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -16,24 +17,23 @@ export interface RelgraphMetrics {
 export function createMetrics(): RelgraphMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "relgraph_" });
-  const requests = new Counter({
+  // Every request is counted and timed: keyed-series.ts says why these are not prom-client's own.
+  const requests = keyedCounter(registry, {
     name: "relgraph_requests_total",
     help: "Requests answered, by operation, protocol and code.",
-    labelNames: ["operation", "protocol", "code"] as const,
-    registers: [registry],
+    labelNames: ["operation", "protocol", "code"],
   });
-  const latency = new Histogram({
+  const latency = keyedHistogram(registry, {
     name: "relgraph_request_duration_seconds",
     help: "Time to answer a request, by operation and protocol.",
-    labelNames: ["operation", "protocol"] as const,
+    labelNames: ["operation", "protocol"],
     buckets: LATENCY_BUCKETS,
-    registers: [registry],
   });
   return {
     registry,
     observeRequest(operation, protocol, code, seconds) {
-      requests.inc({ operation, protocol, code });
-      latency.observe({ operation, protocol }, seconds);
+      requests.inc([operation, protocol, code]);
+      latency.observe([operation, protocol], seconds);
     },
   };
 }
@@ -43,18 +43,17 @@ export function createMetrics(): RelgraphMetrics {
  * concern kept outside the engines, as a wrapper.
  */
 export function withStoreMetrics(store: GraphStore, metrics: RelgraphMetrics): GraphStore {
-  const latency = new Histogram({
+  // Several store calls per request: keyed series, as for requests.
+  const latency = keyedHistogram(metrics.registry, {
     name: "relgraph_store_call_duration_seconds",
     help: "Time of one store call, by method.",
-    labelNames: ["method"] as const,
+    labelNames: ["method"],
     buckets: LATENCY_BUCKETS,
-    registers: [metrics.registry],
   });
-  const errors = new Counter({
+  const errors = keyedCounter(metrics.registry, {
     name: "relgraph_store_errors_total",
     help: "Store calls that failed, by method.",
-    labelNames: ["method"] as const,
-    registers: [metrics.registry],
+    labelNames: ["method"],
   });
   return new Proxy(store, {
     get(target, name, receiver) {
@@ -66,11 +65,11 @@ export function withStoreMetrics(store: GraphStore, metrics: RelgraphMetrics): G
         if (!(result instanceof Promise)) return result;
         return result.then(
           (value) => {
-            latency.observe({ method: name }, (performance.now() - started) / 1000);
+            latency.observe([name], (performance.now() - started) / 1000);
             return value;
           },
           (error: unknown) => {
-            errors.inc({ method: name });
+            errors.inc([name]);
             throw error;
           },
         );

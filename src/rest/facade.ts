@@ -95,11 +95,14 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
   };
 
   // REST is GET only and never reads a body; one declared over the cap is refused rather than drained.
-  app.addHook("onRequest", async (request, reply) => {
+  // A callback hook, as every hook each request passes through (see server.ts).
+  app.addHook("onRequest", (request, reply, done) => {
     const length = request.headers["content-length"];
-    if (length === undefined || Number(length) <= maxRequestBytes) return;
-    endUnreadRequest(request.raw, reply.raw);
-    return sendError(request, reply, tooLarge(maxRequestBytes));
+    if (length !== undefined && Number(length) > maxRequestBytes) {
+      endUnreadRequest(request.raw, reply.raw);
+      sendError(request, reply, tooLarge(maxRequestBytes));
+    }
+    done();
   });
 
   for (const { path, call, response } of REST_ROUTES) {

@@ -39,9 +39,7 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
   const prefixes = services.map((service) => `/${service.typeName}/`);
   const methods = new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
   const admitted = new WeakSet<object>();
-  app.addHook("onRequest", async (request, reply) => {
-    // A CORS preflight carries no ApiKey by design; web/cors.ts answers it.
-    if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return;
+  const admit = async (request: FastifyRequest, reply: FastifyReply) => {
     try {
       await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
       const path = request.url.split("?")[0]!;
@@ -52,6 +50,13 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
     } catch (err) {
       return refuse(request, reply, toConnectError(err, request.log));
     }
+  };
+  // A callback hook: REST and every other request pass through it, and a promise each was a cost
+  // (see server.ts). Once a refusal is sent, Fastify runs no further hook or handler.
+  app.addHook("onRequest", (request, reply, done) => {
+    // A CORS preflight carries no ApiKey by design; web/cors.ts answers it.
+    if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return done();
+    admit(request, reply).then(() => done(), done);
   });
   // Unknown methods reach the hook above through this route (Fastify's own 404 runs no hooks of
   // this context).

@@ -35,6 +35,8 @@ function instrumented(store: ApiKeyStore, fail: () => Error | null = () => null)
 describe("hashApiKey / generateApiKey", () => {
   it("hashes to hex SHA-256", () => {
     expect(hashApiKey("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    // Keys stored before the one-call hash must still match: UTF-8 in, as createHash hashed them.
+    expect(hashApiKey("clé 🦊")).toBe("806ee4402b476b6f15ea1bac96d447d770da64e6cab9744f1498cb2e04f48e5c");
   });
 
   it("generates distinct rg_-prefixed 256-bit keys", () => {

@@ -3,7 +3,6 @@ import {
   isMessage,
   ScalarType,
   toBinary,
-  type DescField,
   type DescMessage,
   type MessageInitShape,
   type MessageShape,
@@ -17,25 +16,35 @@ import { isPlainMessage } from "../../transport/plain-message.js";
  *
  * toBinary builds every nested message in a writer of its own and copies it into its parent, and
  * each string through a temporary array: a page of 20 users took about 210 µs, more than the rest of
- * a gRPC call. Here one pass measures every nested message and string and a second writes everything
- * into one buffer, in about 35 µs. Any other message, a value toBinary would refuse, or unknown
- * fields take toBinary itself, so its output and its errors stay the reference.
+ * a gRPC call. Here one pass over per-message plans (planOf) builds the reply as a byte string and
+ * Buffer.from copies it once. The earlier two-pass writer into a Buffer spent most of its time in
+ * polymorphic reads of the descriptors and in per-byte loops, a third of a gRPC MutualFriend call's
+ * profile (bench/README.md, issue 16 item 7). Any other message, a value toBinary
+ * would refuse, or unknown fields take toBinary itself, so its output and its errors stay the reference.
+ *
+ * `reserve` bytes are left unwritten at the start, for the caller's framing (a gRPC envelope's
+ * prefix), so that the message is not copied once more behind it.
  */
-export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>): Uint8Array {
-  const generic = () => toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
+export function toBinaryFast<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc> | MessageInitShape<Desc>, reserve = 0): Uint8Array {
+  const generic = () => {
+    const bytes = toBinary(schema, isMessage(message, schema) ? message : create(schema, message as MessageInitShape<Desc>));
+    if (reserve === 0) return bytes;
+    const framed = Buffer.allocUnsafe(reserve + bytes.length);
+    framed.set(bytes, reserve);
+    return framed;
+  };
   if (!isPlainMessage(schema)) return generic();
-  const plan: number[] = [];
-  let size: number;
+  let bytes: string;
   try {
-    size = measure(schema, message as Fields, plan);
+    bytes = encode(planOf(schema), message as Fields);
   } catch (err) {
     if (err === NOT_PLAIN) return generic();
     throw err;
   }
-  const out = Buffer.allocUnsafe(size);
-  const end = write(schema, message as Fields, out, { pos: 0, step: 0 }, plan);
-  if (end !== size) throw new Error(`binary encoding of ${schema.typeName} wrote ${end} of ${size} bytes`);
-  return out;
+  if (reserve === 0) return Buffer.from(bytes, "latin1");
+  const framed = Buffer.allocUnsafe(reserve + bytes.length);
+  framed.write(bytes, reserve, "latin1");
+  return framed;
 }
 
 type Fields = Record<string, unknown> & { $unknown?: unknown[] };
@@ -49,112 +58,134 @@ const enum Wire {
   Fixed32 = 5,
 }
 
-const sortedFieldsCache = new WeakMap<DescMessage, readonly DescField[]>();
+/** How a field is written; one kind per shape of DescField that a plain message has. */
+const enum Kind {
+  Scalar,
+  Message,
+  MessageList,
+  PackedList,
+  ScalarList,
+}
 
-/** Fields in field-number order, the order toBinary writes them in. */
-function sortedFields(schema: DescMessage): readonly DescField[] {
-  let fields = sortedFieldsCache.get(schema);
-  if (fields === undefined) {
-    fields = [...schema.fields].sort((a, b) => a.number - b.number);
-    sortedFieldsCache.set(schema, fields);
+/*
+ * Each message's fields are turned once into FieldPlans, all of one class, in field-number order
+ * (the order toBinary writes them in). protobuf-es's DescField objects come in several shapes (one
+ * per field kind), so walking them directly made every property read in the loops below
+ * polymorphic: measure() and write() were most of a gRPC call's encoding (`node --cpu-prof`, 13.6 µs
+ * for a page of 8 users against 3 µs with plans).
+ */
+class FieldPlan {
+  constructor(
+    readonly localName: string,
+    readonly kind: Kind,
+    /** The scalar type (Scalar, PackedList, ScalarList); 0 otherwise. */
+    readonly scalar: ScalarType,
+    /** Implicit presence: the zero value is not written. */
+    readonly implicit: boolean,
+    /** The field's tag with its wire type (for a packed list: length-delimited), as bytes. */
+    readonly tagBytes: string,
+    /** The nested message's plan (Message, MessageList), set once every plan of a recursive message exists. */
+    public nested: MessagePlan | null,
+  ) {}
+}
+
+interface MessagePlan {
+  fields: FieldPlan[];
+}
+
+const plans = new WeakMap<DescMessage, MessagePlan>();
+
+/** The message's plan, made on first use; called only for plain messages (isPlainMessage). */
+function planOf(schema: DescMessage): MessagePlan {
+  let plan = plans.get(schema);
+  if (plan !== undefined) return plan;
+  plan = { fields: [] };
+  // Cached before its fields are planned, so that a recursive message finds itself.
+  plans.set(schema, plan);
+  for (const field of [...schema.fields].sort((a, b) => a.number - b.number)) {
+    let kind: Kind;
+    let scalar: ScalarType = 0 as ScalarType;
+    let wire: Wire = Wire.LengthDelimited;
+    let nested: DescMessage | null = null;
+    if (field.fieldKind === "scalar") {
+      kind = Kind.Scalar;
+      scalar = field.scalar;
+      wire = wireOf(scalar);
+    } else if (field.fieldKind === "message") {
+      kind = Kind.Message;
+      nested = field.message;
+    } else if (field.fieldKind === "list" && field.listKind === "message") {
+      kind = Kind.MessageList;
+      nested = field.message;
+    } else if (field.fieldKind === "list" && field.listKind === "scalar") {
+      scalar = field.scalar;
+      kind = field.packed ? Kind.PackedList : Kind.ScalarList;
+      if (!field.packed) wire = wireOf(scalar);
+    } else {
+      throw new Error(`${schema.typeName}.${field.name} is not plain`);
+    }
+    const tag = ((field.number << 3) | wire) >>> 0;
+    const implicit = field.fieldKind === "scalar" && field.presence === FeatureSet_FieldPresence.IMPLICIT;
+    plan.fields.push(new FieldPlan(field.localName, kind, scalar, implicit, varintBytes(tag), nested === null ? null : planOf(nested)));
   }
-  return fields;
+  return plan;
 }
 
 /**
- * Byte size of the message's fields. Pushes onto `plan`, in the order write() needs them, the size
- * of every nested message and packed list and the UTF-8 length of every string.
+ * The message's fields as a byte string: one char per byte (latin1), the order toBinary writes them
+ * in. A nested message is encoded first and prefixed with its length, so one pass does it all: V8
+ * joins strings without copying them, and Buffer.from(…, "latin1") copies the whole reply once.
  */
-function measure(schema: DescMessage, message: Fields, plan: number[]): number {
+function encode(messagePlan: MessagePlan, message: Fields): string {
   if (message.$unknown !== undefined && message.$unknown.length > 0) throw NOT_PLAIN;
-  let size = 0;
-  for (const field of sortedFields(schema)) {
+  let out = "";
+  const fields = messagePlan.fields;
+  for (let f = 0; f < fields.length; f++) {
+    const field = fields[f]!;
     const value = message[field.localName];
-    switch (field.fieldKind) {
-      case "scalar":
+    switch (field.kind) {
+      case Kind.Scalar:
         if (!isSet(field, value)) break;
-        size += tagSize(field.number) + scalarSize(field.scalar, value, plan);
+        out += field.tagBytes + scalarBytes(field.scalar, value);
         break;
-      case "message":
+      case Kind.Message:
         if (value == null) break;
-        size += tagSize(field.number) + nestedSize(field.message, value as Fields, plan);
+        out += field.tagBytes + lengthDelimited(encode(field.nested!, value as Fields));
         break;
-      case "list": {
-        const items = (value ?? []) as unknown[];
-        if (items.length === 0) break;
-        if (field.listKind === "message") {
-          for (const item of items) size += tagSize(field.number) + nestedSize(field.message, item as Fields, plan);
-        } else if (field.packed) {
-          const at = plan.push(0) - 1;
-          let inner = 0;
-          for (const item of items) inner += scalarSize(field.scalar!, item, plan);
-          plan[at] = inner;
-          size += tagSize(field.number) + varintSize(inner) + inner;
-        } else {
-          for (const item of items) size += tagSize(field.number) + scalarSize(field.scalar!, item, plan);
-        }
+      case Kind.MessageList: {
+        const items = (value ?? EMPTY) as unknown[];
+        for (let i = 0; i < items.length; i++) out += field.tagBytes + lengthDelimited(encode(field.nested!, items[i] as Fields));
         break;
       }
-      default:
-        throw NOT_PLAIN;
-    }
-  }
-  return size;
-}
-
-function nestedSize(schema: DescMessage, message: Fields, plan: number[]): number {
-  const at = plan.push(0) - 1;
-  const inner = measure(schema, message, plan);
-  plan[at] = inner;
-  return varintSize(inner) + inner;
-}
-
-/** Writes what measure() measured, consuming `plan` in the same order; returns the end position. */
-function write(schema: DescMessage, message: Fields, out: Buffer, at: { pos: number; step: number }, plan: readonly number[]): number {
-  for (const field of sortedFields(schema)) {
-    const value = message[field.localName];
-    switch (field.fieldKind) {
-      case "scalar":
-        if (!isSet(field, value)) break;
-        writeTag(out, at, field.number, wireOf(field.scalar));
-        writeScalar(out, at, field.scalar, value, plan);
-        break;
-      case "message":
-        if (value == null) break;
-        writeTag(out, at, field.number, Wire.LengthDelimited);
-        writeVarint(out, at, plan[at.step++]!);
-        write(field.message, value as Fields, out, at, plan);
-        break;
-      case "list": {
-        const items = (value ?? []) as unknown[];
+      case Kind.PackedList: {
+        const items = (value ?? EMPTY) as unknown[];
         if (items.length === 0) break;
-        if (field.listKind === "message") {
-          for (const item of items) {
-            writeTag(out, at, field.number, Wire.LengthDelimited);
-            writeVarint(out, at, plan[at.step++]!);
-            write(field.message, item as Fields, out, at, plan);
-          }
-        } else if (field.packed) {
-          writeTag(out, at, field.number, Wire.LengthDelimited);
-          writeVarint(out, at, plan[at.step++]!);
-          for (const item of items) writeScalar(out, at, field.scalar!, item, plan);
-        } else {
-          for (const item of items) {
-            writeTag(out, at, field.number, wireOf(field.scalar!));
-            writeScalar(out, at, field.scalar!, item, plan);
-          }
-        }
+        let inner = "";
+        for (let i = 0; i < items.length; i++) inner += scalarBytes(field.scalar, items[i]);
+        out += field.tagBytes + lengthDelimited(inner);
+        break;
+      }
+      case Kind.ScalarList: {
+        const items = (value ?? EMPTY) as unknown[];
+        for (let i = 0; i < items.length; i++) out += field.tagBytes + scalarBytes(field.scalar, items[i]);
         break;
       }
     }
   }
-  return at.pos;
+  return out;
+}
+
+const EMPTY: readonly unknown[] = [];
+
+/** A length-delimited payload: its byte length as a varint, then the bytes. */
+function lengthDelimited(bytes: string): string {
+  return varintBytes(bytes.length) + bytes;
 }
 
 /** Whether toBinary writes a singular scalar: implicit presence skips the zero value. */
-function isSet(field: DescField & { fieldKind: "scalar" }, value: unknown): boolean {
+function isSet(field: FieldPlan, value: unknown): boolean {
   if (value === undefined) return false;
-  if (field.presence !== FeatureSet_FieldPresence.IMPLICIT) return true;
+  if (!field.implicit) return true;
   return value !== "" && value !== 0 && value !== false;
 }
 
@@ -167,122 +198,75 @@ const INT32_MIN = -0x80000000;
 const INT32_MAX = 0x7fffffff;
 const UINT32_MAX = 0xffffffff;
 
-/** Encoded size of one scalar value (strings: with their length prefix, recorded in `plan`). */
-function scalarSize(type: ScalarType, value: unknown, plan: number[]): number {
+/** One scalar value's bytes (a string: length-delimited); throws NOT_PLAIN for what toBinary must judge. */
+function scalarBytes(type: ScalarType, value: unknown): string {
   switch (type) {
-    case ScalarType.STRING: {
+    case ScalarType.STRING:
       if (typeof value !== "string") throw NOT_PLAIN;
-      const length = utf8Length(value);
-      plan.push(length);
-      return varintSize(length) + length;
-    }
+      return lengthDelimited(utf8Bytes(value));
     case ScalarType.BOOL:
       if (typeof value !== "boolean") throw NOT_PLAIN;
-      return 1;
+      return value ? "\x01" : "\x00";
     case ScalarType.INT32:
       if (!Number.isInteger(value) || (value as number) < INT32_MIN || (value as number) > INT32_MAX) throw NOT_PLAIN;
-      // A negative int32 is sign-extended to 64 bits: always ten bytes.
-      return (value as number) < 0 ? 10 : varintSize(value as number);
+      return (value as number) < 0 ? negativeInt32Bytes(value as number) : varintBytes(value as number);
     case ScalarType.UINT32:
       if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > UINT32_MAX) throw NOT_PLAIN;
-      return varintSize(value as number);
+      return varintBytes(value as number);
     case ScalarType.SINT32:
       if (!Number.isInteger(value) || (value as number) < INT32_MIN || (value as number) > INT32_MAX) throw NOT_PLAIN;
-      return varintSize(zigzag(value as number));
+      return varintBytes(zigzag(value as number));
     case ScalarType.FIXED32:
       if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > UINT32_MAX) throw NOT_PLAIN;
-      return 4;
+      return fixed32Bytes(value as number);
     case ScalarType.SFIXED32:
       if (!Number.isInteger(value) || (value as number) < INT32_MIN || (value as number) > INT32_MAX) throw NOT_PLAIN;
-      return 4;
+      return fixed32Bytes((value as number) >>> 0);
     default:
       throw NOT_PLAIN;
   }
 }
 
-function writeScalar(out: Buffer, at: { pos: number; step: number }, type: ScalarType, value: unknown, plan: readonly number[]): void {
-  switch (type) {
-    case ScalarType.STRING: {
-      const text = value as string;
-      const length = plan[at.step++]!;
-      writeVarint(out, at, length);
-      if (length === text.length) {
-        // ASCII (byte length equals UTF-16 length only then): a copy loop beats a call into C++.
-        for (let i = 0; i < length; i++) out[at.pos + i] = text.charCodeAt(i);
-      } else {
-        out.write(text, at.pos, length, "utf8");
-      }
-      at.pos += length;
-      return;
-    }
-    case ScalarType.BOOL:
-      out[at.pos++] = value ? 1 : 0;
-      return;
-    case ScalarType.INT32:
-      if ((value as number) < 0) writeNegativeInt32(out, at, value as number);
-      else writeVarint(out, at, value as number);
-      return;
-    case ScalarType.UINT32:
-      writeVarint(out, at, value as number);
-      return;
-    case ScalarType.SINT32:
-      writeVarint(out, at, zigzag(value as number));
-      return;
-    case ScalarType.FIXED32:
-      at.pos = out.writeUInt32LE(value as number, at.pos);
-      return;
-    case ScalarType.SFIXED32:
-      at.pos = out.writeInt32LE(value as number, at.pos);
-      return;
-  }
+/**
+ * A string's UTF-8 bytes, one char per byte. ASCII (its UTF-8 length is its UTF-16 length only
+ * then) is its own encoding; anything else goes through Node's encoder, which writes a lone
+ * surrogate as U+FFFD, as TextEncoder does.
+ */
+function utf8Bytes(text: string): string {
+  if (Buffer.byteLength(text, "utf8") === text.length) return text;
+  return Buffer.from(text, "utf8").toString("latin1");
 }
 
-/** UTF-8 length: the UTF-16 length for ASCII, Node's count otherwise (a lone surrogate is U+FFFD, 3 bytes, as TextEncoder writes it). */
-function utf8Length(text: string): number {
-  if (text.length > 64) return Buffer.byteLength(text, "utf8");
-  for (let i = 0; i < text.length; i++) {
-    if (text.charCodeAt(i) > 0x7f) return Buffer.byteLength(text, "utf8");
-  }
-  return text.length;
-}
+/** One-char strings of every byte value, so that small varints cost no allocation. */
+const BYTE = Array.from({ length: 256 }, (_, b) => String.fromCharCode(b));
 
-function tagSize(fieldNumber: number): number {
-  return varintSize(fieldNumber << 3);
-}
-
-function writeTag(out: Buffer, at: { pos: number }, fieldNumber: number, wire: Wire): void {
-  writeVarint(out, at, ((fieldNumber << 3) | wire) >>> 0);
-}
-
-/** Size of an unsigned 32-bit varint. */
-function varintSize(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
-
-function writeVarint(out: Buffer, at: { pos: number }, value: number): void {
+/** An unsigned 32-bit varint. */
+function varintBytes(value: number): string {
   let v = value >>> 0;
+  if (v < 0x80) return BYTE[v]!;
+  let out = "";
   while (v > 0x7f) {
-    out[at.pos++] = (v & 0x7f) | 0x80;
+    out += BYTE[(v & 0x7f) | 0x80]!;
     v >>>= 7;
   }
-  out[at.pos++] = v;
+  return out + BYTE[v]!;
 }
 
 /** A negative int32 as protobuf writes it: the two's complement 64-bit value as a ten-byte varint. */
-function writeNegativeInt32(out: Buffer, at: { pos: number }, value: number): void {
+function negativeInt32Bytes(value: number): string {
   let low = value >>> 0;
+  let out = "";
   for (let i = 0; i < 4; i++) {
-    out[at.pos++] = (low & 0x7f) | 0x80;
+    out += BYTE[(low & 0x7f) | 0x80]!;
     low >>>= 7;
   }
   // The high 32 bits are all ones: four low bits of `low` and three of them make the fifth byte.
-  out[at.pos++] = low | 0x70 | 0x80;
-  for (let i = 0; i < 4; i++) out[at.pos++] = 0xff;
-  out[at.pos++] = 0x01;
+  return out + BYTE[low | 0x70 | 0x80]! + "\xff\xff\xff\xff\x01";
+}
+
+/** Little-endian four bytes. */
+function fixed32Bytes(value: number): string {
+  return BYTE[value & 0xff]! + BYTE[(value >>> 8) & 0xff]! + BYTE[(value >>> 16) & 0xff]! + BYTE[value >>> 24]!;
 }
 
 function zigzag(value: number): number {

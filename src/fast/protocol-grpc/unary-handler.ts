@@ -1,7 +1,6 @@
 import type { ServerHttp2Stream } from "node:http2";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import { contentTypeProto, parseContentType, parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
 import { respondGrpcError } from "../../transport/grpc-message.js";
@@ -50,7 +49,8 @@ export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
           timeoutHeader: "grpc-timeout",
           readRequest: async () => decodeRequest(method, await readBody(stream, caller.maxRequestBytes)),
         },
-        (reply) => toBinaryFast(method.output, reply),
+        // The envelope's prefix is written in front of the message, which is encoded behind it.
+        (reply) => envelope(toBinaryFast(method.output, reply, ENVELOPE_PREFIX_BYTES)),
       )
       .then(
         (message) => respondOk(stream, message, requestId),
@@ -74,9 +74,16 @@ function decodeRequest(method: DescMethod, body: Buffer): unknown {
   }
 }
 
-function respondOk(stream: ServerHttp2Stream, message: Uint8Array, requestId: string): void {
+/** Fills in the prefix of an uncompressed envelope whose message follows ENVELOPE_PREFIX_BYTES reserved bytes. */
+function envelope(framed: Uint8Array): Uint8Array {
+  framed[0] = 0;
+  new DataView(framed.buffer, framed.byteOffset, ENVELOPE_PREFIX_BYTES).setUint32(1, framed.length - ENVELOPE_PREFIX_BYTES);
+  return framed;
+}
+
+function respondOk(stream: ServerHttp2Stream, envelope: Uint8Array, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
   stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
   stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-  stream.end(encodeEnvelope(0, message));
+  stream.end(envelope);
 }

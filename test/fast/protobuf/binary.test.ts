@@ -1,5 +1,5 @@
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { create, createFileRegistry, fromBinary, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import {
   EncryptedDataSchema,
@@ -12,6 +12,7 @@ import {
   UserInfoSchema,
 } from "../../../gen/relgraph/v1/relation_service_pb.js";
 import { toBinaryFast } from "../../../src/fast/protobuf/binary.js";
+import { isPlainMessage } from "../../../src/transport/plain-message.js";
 
 const TEXTS = ["", "a", "alice", "Zoë Ünal", "名前", "🦊", "lone \ud800 surrogate", "x".repeat(64), "y".repeat(65), `${"é".repeat(70)}!`, "z".repeat(20_000)];
 
@@ -61,6 +62,15 @@ describe("toBinaryFast", () => {
     }
   });
 
+  it("leaves reserved bytes in front of the message, on both paths, for a caller's framing", () => {
+    const init = { data: users(7), cursor: "c" };
+    const framed = toBinaryFast(MutualFriendResponseSchema, init, 5);
+    expect(hex(framed.subarray(5))).toBe(hex(toBinary(MutualFriendResponseSchema, create(MutualFriendResponseSchema, init))));
+    const timestamp = create(TimestampSchema, { seconds: 1_700_000_000n, nanos: 5 });
+    expect(hex(toBinaryFast(TimestampSchema, timestamp, 5).subarray(5))).toBe(hex(toBinary(TimestampSchema, timestamp)));
+    expect(toBinaryFast(TimestampSchema, timestamp, 5).length).toBe(5 + toBinary(TimestampSchema, timestamp).length);
+  });
+
   it("round-trips through fromBinary", () => {
     const message = create(MutualFriendResponseSchema, { data: users(30), cursor: "c" });
     const decoded = fromBinary(MutualFriendResponseSchema, toBinaryFast(MutualFriendResponseSchema, message));
@@ -78,5 +88,43 @@ describe("toBinaryFast", () => {
     const invalid = create(ProfileSchema, { relationId: "u", followingCount: 1.5 });
     expect(() => toBinary(ProfileSchema, invalid)).toThrow();
     expect(() => toBinaryFast(ProfileSchema, invalid)).toThrow();
+  });
+});
+
+describe("toBinaryFast on every plain scalar kind", () => {
+  // relgraph's own messages have only strings and int32; the others are written by the same plans.
+  const file = create(FileDescriptorProtoSchema, {
+    name: "scalars.proto",
+    package: "test",
+    syntax: "proto3",
+    messageType: [
+      {
+        name: "Scalars",
+        field: [
+          ["flag", 1, FieldDescriptorProto_Type.BOOL],
+          ["count", 2, FieldDescriptorProto_Type.UINT32],
+          ["delta", 3, FieldDescriptorProto_Type.SINT32],
+          ["word", 4, FieldDescriptorProto_Type.FIXED32],
+          ["signed_word", 5, FieldDescriptorProto_Type.SFIXED32],
+          ["numbers", 6, FieldDescriptorProto_Type.INT32, FieldDescriptorProto_Label.REPEATED],
+          ["names", 7, FieldDescriptorProto_Type.STRING, FieldDescriptorProto_Label.REPEATED],
+          ["flags", 8, FieldDescriptorProto_Type.BOOL, FieldDescriptorProto_Label.REPEATED],
+        ].map(([name, number, type, label]) => ({ name: name as string, jsonName: name as string, number: number as number, type: type as FieldDescriptorProto_Type, label: (label as FieldDescriptorProto_Label) ?? FieldDescriptorProto_Label.OPTIONAL })),
+      },
+    ],
+  });
+  const Scalars = createFileRegistry(file, () => undefined).getMessage("test.Scalars")!;
+
+  it("writes what toBinary writes, zero values and extremes included", () => {
+    expect(isPlainMessage(Scalars)).toBe(true);
+    for (const [flag, count, delta, word, signedWord] of [
+      [false, 0, 0, 0, 0],
+      [true, 1, -1, 1, -1],
+      [true, 2 ** 32 - 1, 2 ** 31 - 1, 2 ** 32 - 1, 2 ** 31 - 1],
+      [true, 300, -(2 ** 31), 0x01020304, -(2 ** 31)],
+    ] as const) {
+      expectSameBytes(Scalars, { flag, count, delta, word, signedWord, numbers: [0, -5, 2 ** 31 - 1, 128], names: ["", "é", "a"], flags: [true, false] } as never);
+    }
+    expectSameBytes(Scalars, { numbers: [], names: [], flags: [] } as never);
   });
 });

@@ -1,0 +1,31 @@
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { readBody } from "../../src/fast/unary-call.js";
+
+describe("readBody", () => {
+  it("resolves with the whole body and leaves no listener behind, so the stream's close costs nothing", async () => {
+    // An HTTP/2 stream closes later, once the answer is sent: here it closes only when told to.
+    const stream = new PassThrough({ autoDestroy: false });
+    const body = readBody(stream, 100);
+    stream.write(Buffer.from("ab"));
+    stream.end(Buffer.from("c"));
+    expect((await body).toString()).toBe("abc");
+    expect(stream.listenerCount("close")).toBe(0);
+    expect(stream.listenerCount("end")).toBe(0);
+  });
+
+  it("rejects when the stream closes before its end", async () => {
+    const stream = new PassThrough();
+    const body = readBody(stream, 100);
+    stream.write(Buffer.from("ab"));
+    stream.destroy();
+    await expect(body).rejects.toThrow("closed the stream before sending its request");
+  });
+
+  it("rejects a body past the cap", async () => {
+    const stream = new PassThrough();
+    const body = readBody(stream, 2);
+    stream.write(Buffer.from("abc"));
+    await expect(body).rejects.toMatchObject({ code: expect.anything() });
+  });
+});
