@@ -1,5 +1,5 @@
 import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, referencedRelationIds, relationColumns, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, relationColumns, staleIdentities, UnknownRelationIdError, type RelationColumns } from "../batch.js";
 import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
@@ -335,18 +335,10 @@ async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge:
   // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
   const users = new Map(batch.users.map((user) => [user.relationId, user]));
   const relations = relationColumns(batch);
-  const { idOf, stored } = await resolveOrAllocate(redis, batch, relations.names, users, erased.relationIds);
+  const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds);
   const userPlan = await planUsers(redis, batch, users, idOf, erased);
   const deletes = await planAssetDeletes(redis, batch);
   const releases = await planReleases(redis, batch, idOf);
-  const { names } = relations;
-  const ids = new Float64Array(names.length);
-  const deleteIds = new Float64Array(names.length);
-  for (let i = 0; i < names.length; i++) {
-    ids[i] = idOf.get(names[i]!) ?? 0;
-    // Edges of erased users go with them; an unknown relationId has no edges to delete.
-    deleteIds[i] = stored[i] == null || erased.relationIds.has(names[i]!) ? 0 : Number(stored[i]);
-  }
   return {
     records: recordCount(batch),
     erase: erased.commands,
@@ -501,41 +493,73 @@ async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Ma
   return [...commands, ...reverse.commands()];
 }
 
+/** The ids a unit's names have: by relationId for users and releases, by name index for the relation columns. */
+interface ResolvedIds {
+  idOf: Map<string, UserId>;
+  /** By name index: the UserId once the unit is applied, for the upserts (0 for a name only deletes use). */
+  ids: Float64Array;
+  /** By name index: the stored UserId whose edges the deletes remove (0: none, or erased by the unit). */
+  deleteIds: Float64Array;
+}
+
 /**
- * Ids of every relationId the batch names. New users (and users the batch erases and defines
- * again) get fresh ids from the sequence; their relationId indexes are written with the unit.
+ * Ids of every relationId the batch names, read in one go. New users (and users the batch erases
+ * and defines again) get fresh ids from the sequence, in the order of batch.users; their relationId
+ * indexes are written with the unit. The relation columns are resolved by name index, with no
+ * lookup by name: a unit names tens of thousands of users.
  */
 async function resolveOrAllocate(
   redis: RedisConnection,
   batch: IngestBatch,
-  names: readonly string[],
+  relations: RelationColumns,
   users: Map<string, UserInput>,
   erased: Set<string>,
-): Promise<{ idOf: Map<string, UserId>; stored: (string | null)[] }> {
-  const relationIds = referencedRelationIds(batch);
-  // One read for every name: the relation columns' (deletes' too, which may name unknown users)
-  // and the rest of what the batch names.
-  const indexed = new Set(names);
-  const others = relationIds.filter((relationId) => !indexed.has(relationId));
+): Promise<ResolvedIds> {
+  const { names, friends, follows } = relations;
+  // Users first: fresh ids go in their order.
+  const named = new Set(users.keys());
+  for (const { relationId, peers } of batch.releases) {
+    named.add(relationId);
+    if (peers !== "*") for (const peer of peers) named.add(peer);
+  }
+  const others = [...named];
   const replies = await hashGetMany(redis, RELATION_ID_INDEX, [...names, ...others]);
-  const storedOf = new Map<string, string | null>();
-  names.forEach((name, i) => storedOf.set(name, replies[i]!));
-  others.forEach((name, i) => storedOf.set(name, replies[names.length + i]!));
+  const storedId = (name: string, reply: string | null | undefined): UserId | null =>
+    reply == null || (erased.size > 0 && erased.has(name)) ? null : Number(reply);
+
   const idOf = new Map<string, UserId>();
   const fresh: string[] = [];
-  for (const relationId of relationIds) {
-    const id = erased.has(relationId) ? null : storedOf.get(relationId);
-    if (id != null) idOf.set(relationId, Number(id));
+  others.forEach((relationId, k) => {
+    const id = storedId(relationId, replies[names.length + k]);
+    if (id !== null) idOf.set(relationId, id);
     else if (users.has(relationId)) fresh.push(relationId);
     else throw new UnknownRelationIdError(relationId);
+  });
+  if (fresh.length > 0) {
+    // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
+    const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
+    const first = last - fresh.length + 1;
+    fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
   }
-  const stored = replies.slice(0, names.length);
-  if (fresh.length === 0) return { idOf, stored };
-  // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
-  const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
-  const first = last - fresh.length + 1;
-  fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
-  return { idOf, stored };
+
+  // Upserts must name users that exist once the unit is applied; deletes may name anyone.
+  const upserted = new Uint8Array(names.length);
+  for (const column of [friends.a, friends.b, follows.from, follows.to]) for (let i = 0; i < column.length; i++) upserted[column[i]!] = 1;
+  const ids = new Float64Array(names.length);
+  const deleteIds = new Float64Array(names.length);
+  for (let i = 0; i < names.length; i++) {
+    const id = storedId(names[i]!, replies[i]);
+    // Edges of erased users go with them; an unknown relationId has no edges to delete.
+    deleteIds[i] = id ?? 0;
+    if (id !== null) ids[i] = id;
+    else if (upserted[i] === 1) {
+      // Not stored (or erased): only a user of the batch, with its fresh id, may be named.
+      const allocated = idOf.get(names[i]!);
+      if (allocated === undefined) throw new UnknownRelationIdError(names[i]!);
+      ids[i] = allocated;
+    }
+  }
+  return { idOf, ids, deleteIds };
 }
 
 /** What the batch's users change, planned from the state before the batch. */
