@@ -153,11 +153,12 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
  */
 async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
   const { friends, follows } = unit;
-  const friendUsers = new DenseUsers(unit.ids);
+  // Friends and follows index one list of names: one set of user ids serves both.
+  const users = new DenseUsers(unit.ids);
   const friendCount = friends.length;
-  const friendSets = friendUsers.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
-  const descriptions = friendUsers.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
-  const cleared = friendUsers.members("HDEL", friendDescriptionsKey, 2 * friendCount);
+  const friendSets = users.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
+  const descriptions = users.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
+  const cleared = users.members("HDEL", friendDescriptionsKey, 2 * friendCount);
   for (let i = 0; i < friendCount; i++) {
     const ia = friends.a[i]!;
     const ib = friends.b[i]!;
@@ -176,8 +177,8 @@ async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onP
   await sendGroups(redis, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
 
   const followCount = follows.length;
-  const following = friendUsers.members("SADD", (id) => userSetKey("following", id), followCount);
-  const followers = friendUsers.members("SADD", (id) => userSetKey("followers", id), followCount);
+  const following = users.members("SADD", (id) => userSetKey("following", id), followCount);
+  const followers = users.members("SADD", (id) => userSetKey("followers", id), followCount);
   for (let i = 0; i < followCount; i++) {
     following.add(follows.from[i]!, follows.to[i]!);
     followers.add(follows.to[i]!, follows.from[i]!);
