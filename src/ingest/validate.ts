@@ -239,6 +239,8 @@ class Validation implements LoadValidator {
     const followsOf = (op: number) => marked(followMarks, op);
     const upserted = friendsOf(UPSERT);
     const follows = followsOf(UPSERT);
+    const deletedFriends = friendsOf(DELETE);
+    const deletedFollows = followsOf(DELETE);
     const assetsOf = (records: AssetRecord[], op: number) =>
       records.filter((record) => record.op === op).map(({ address, contract }) => ({ address, contract }));
     const erasures: string[] = [];
@@ -254,9 +256,10 @@ class Validation implements LoadValidator {
         relationId: names[relationId]!,
         peers: peers === "*" ? "*" : peers.map((peer) => names[peer]!),
       })),
+      // Deletes stay in columns over the same names too: the writer plans them by index.
       deletes: {
-        friends: [...friendsOf(DELETE)].map((i) => ({ a: names[this.friendA.get(i)]!, b: names[this.friendB.get(i)]! })),
-        follows: [...followsOf(DELETE)].map((i) => ({ from: names[this.followFrom.get(i)]!, to: names[this.followTo.get(i)]! })),
+        friends: new FriendColumns(names, pick(this.friendA, deletedFriends), pick(this.friendB, deletedFriends), [""], new Uint32Array(deletedFriends.length)),
+        follows: new FollowColumns(names, pick(this.followFrom, deletedFollows), pick(this.followTo, deletedFollows)),
         interactions: assetsOf(interactions, DELETE),
         nfts: assetsOf(nfts, DELETE),
       },

@@ -1,6 +1,6 @@
 import { foldSocialUsername } from "../domain/identity.js";
 import type { IdentityKind } from "../domain/model.js";
-import type { IngestBatch, UserInput } from "./store.js";
+import type { BatchDeletes, IngestBatch, UserInput } from "./store.js";
 
 /* Pure helpers over ingest batches, shared by every engine so that they agree on the details. */
 
@@ -55,20 +55,26 @@ export class FriendColumns implements Iterable<FriendRecord> {
     for (let i = 0; i < a.length; i++) yield { a: names[a[i]!]!, b: names[b[i]!]!, description: descriptions[description[i]!]! };
   }
 
-  /** The records in columns; columns are returned as they are. */
-  static of(records: IngestBatch["friends"]): FriendColumns {
-    if (records instanceof FriendColumns) return records;
-    const names = new TextIndex();
+  /**
+   * The records in columns; columns are returned as they are, unless `names` is given and they
+   * index another list: then they are numbered again in `names`. Records without a description
+   * (deletes) read as "".
+   */
+  static of(records: IngestBatch["friends"] | BatchDeletes["friends"], names?: TextIndex): FriendColumns {
+    if (records instanceof FriendColumns && (names === undefined || records.names === names.texts)) return records;
+    const index = names ?? new TextIndex();
     const descriptions = new TextIndex();
-    const a = new Uint32Array(records.length);
-    const b = new Uint32Array(records.length);
-    const description = new Uint32Array(records.length);
-    records.forEach((record, i) => {
-      a[i] = names.indexOf(record.a);
-      b[i] = names.indexOf(record.b);
-      description[i] = descriptions.indexOf(record.description);
-    });
-    return new FriendColumns(names.texts, a, b, descriptions.texts, description);
+    const count = records.length;
+    const a = new Uint32Array(count);
+    const b = new Uint32Array(count);
+    const description = new Uint32Array(count);
+    let i = 0;
+    for (const record of records as Iterable<{ a: string; b: string; description?: string }>) {
+      a[i] = index.indexOf(record.a);
+      b[i] = index.indexOf(record.b);
+      description[i++] = descriptions.indexOf(record.description ?? "");
+    }
+    return new FriendColumns(index.texts, a, b, descriptions.texts, description);
   }
 }
 
@@ -89,24 +95,70 @@ export class FollowColumns implements Iterable<FollowRecord> {
     for (let i = 0; i < from.length; i++) yield { from: names[from[i]!]!, to: names[to[i]!]! };
   }
 
-  /** The records in columns; columns are returned as they are. */
-  static of(records: IngestBatch["follows"]): FollowColumns {
-    if (records instanceof FollowColumns) return records;
-    const names = new TextIndex();
+  /** The records in columns, as FriendColumns.of makes them. */
+  static of(records: IngestBatch["follows"], names?: TextIndex): FollowColumns {
+    if (records instanceof FollowColumns && (names === undefined || records.names === names.texts)) return records;
+    const index = names ?? new TextIndex();
     const from = new Uint32Array(records.length);
     const to = new Uint32Array(records.length);
-    records.forEach((record, i) => {
-      from[i] = names.indexOf(record.from);
-      to[i] = names.indexOf(record.to);
-    });
-    return new FollowColumns(names.texts, from, to);
+    let i = 0;
+    for (const record of records) {
+      from[i] = index.indexOf(record.from);
+      to[i++] = index.indexOf(record.to);
+    }
+    return new FollowColumns(index.texts, from, to);
   }
+}
+
+/** A batch's friend and follow records, upserts and deletes, in columns over one list of relationIds. */
+export interface RelationColumns {
+  names: readonly string[];
+  friends: FriendColumns;
+  follows: FollowColumns;
+  friendDeletes: FriendColumns;
+  followDeletes: FollowColumns;
+}
+
+/**
+ * The batch's relation records in columns over one list of names: as they are when they already
+ * share one (the validator's, which numbered every relationId once while reading the load), so
+ * that a unit's millions of records are planned by index, with no lookup by name; numbered again
+ * otherwise.
+ */
+export function relationColumns(batch: IngestBatch): RelationColumns {
+  const deletes = batch.deletes ?? { friends: [], follows: [] };
+  const lists = [batch.friends, batch.follows, deletes.friends, deletes.follows];
+  const shared = lists.find((records) => records instanceof FriendColumns || records instanceof FollowColumns)?.names;
+  // Empty record lists fit any list of names.
+  const fits = (records: (typeof lists)[number]) =>
+    records.length === 0 || ((records instanceof FriendColumns || records instanceof FollowColumns) && records.names === shared);
+  if (shared !== undefined && lists.every(fits)) {
+    const none = new Uint32Array(0);
+    const friendsOf = (records: (typeof lists)[number]) => (records instanceof FriendColumns ? records : new FriendColumns(shared, none, none, [""], none));
+    const followsOf = (records: (typeof lists)[number]) => (records instanceof FollowColumns ? records : new FollowColumns(shared, none, none));
+    return {
+      names: shared,
+      friends: friendsOf(batch.friends),
+      follows: followsOf(batch.follows),
+      friendDeletes: friendsOf(deletes.friends),
+      followDeletes: followsOf(deletes.follows),
+    };
+  }
+  const names = new TextIndex();
+  return {
+    names: names.texts,
+    friends: FriendColumns.of(batch.friends, names),
+    follows: FollowColumns.of(batch.follows, names),
+    friendDeletes: FriendColumns.of(deletes.friends, names),
+    followDeletes: FollowColumns.of(deletes.follows, names),
+  };
 }
 
 /** Distinct strings numbered in order of first appearance. */
 export class TextIndex {
   readonly #index = new Map<string, number>();
   readonly texts: string[] = [];
+
 
   /** The index of `text`, which is numbered now if it is new. */
   indexOf(text: string): number {

@@ -96,8 +96,9 @@ export type UserInput = Omit<UserRecord, "id">;
 /** The edges a batch deletes; deleting an edge that is not stored is not an error. */
 export interface BatchDeletes {
   /** Friend pairs, in either order. */
-  friends: { a: string; b: string }[];
-  follows: FollowRecord[];
+  /** An array, or typed columns (batch.ts; their descriptions are ignored) as the validator hands them. */
+  friends: { a: string; b: string }[] | FriendColumns;
+  follows: FollowRecord[] | FollowColumns;
   interactions: { address: string; contract: string }[];
   nfts: { address: string; contract: string }[];
 }

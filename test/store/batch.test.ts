@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FollowColumns, FriendColumns, recordCount, referencedRelationIds, sortedByKey } from "../../src/store/batch.js";
+import { FollowColumns, FriendColumns, TextIndex, recordCount, referencedRelationIds, relationColumns, sortedByKey } from "../../src/store/batch.js";
 import { batch, user } from "./store-acceptance.js";
 
 const friends = [
@@ -33,6 +33,33 @@ describe("record columns", () => {
     expect(referencedRelationIds(asColumns)).toEqual(["u9", "u2", "u1", "u3", "u4", "u5"]);
     expect(referencedRelationIds(asColumns)).toEqual(referencedRelationIds(asArrays));
     expect(recordCount(asColumns)).toBe(recordCount(asArrays));
+  });
+});
+
+describe("relationColumns", () => {
+  it("keeps columns that share one list of names as they are, empty lists fitting any", () => {
+    const names = new TextIndex();
+    const shared = batch({ friends: FriendColumns.of(friends, names), follows: FollowColumns.of(follows, names) });
+    shared.deletes = { friends: FriendColumns.of([{ a: "u5", b: "u1" }], names), follows: [], interactions: [], nfts: [] };
+    const columns = relationColumns(shared);
+    expect(columns.names).toBe(names.texts);
+    expect(columns.friends).toBe(shared.friends);
+    expect(columns.follows).toBe(shared.follows);
+    expect(columns.friendDeletes).toBe(shared.deletes.friends);
+    expect(columns.followDeletes.length).toBe(0);
+    expect(columns.followDeletes.names).toBe(names.texts);
+  });
+
+  it("numbers records of arrays, or of columns over different names, again in one list", () => {
+    const mixed = batch({ friends: FriendColumns.of(friends), follows: FollowColumns.of(follows) });
+    mixed.deletes = { friends: [{ a: "ghost", b: "u1" }], follows: [{ from: "u5", to: "u4" }], interactions: [], nfts: [] };
+    const columns = relationColumns(mixed);
+    expect(columns.names).toEqual(["u1", "u2", "u3", "u4", "u5", "ghost"]);
+    for (const part of [columns.friends, columns.follows, columns.friendDeletes, columns.followDeletes]) expect(part.names).toBe(columns.names);
+    expect([...columns.friends]).toEqual(friends);
+    expect([...columns.follows]).toEqual(follows);
+    expect([...columns.friendDeletes]).toEqual([{ a: "ghost", b: "u1", description: "" }]);
+    expect([...columns.followDeletes]).toEqual([{ from: "u5", to: "u4" }]);
   });
 });
 

@@ -286,10 +286,16 @@ function skipReply(bytes: Buffer, at: number): number {
   throw new UnexpectedReplyError(`Redis replied with a "${String.fromCharCode(type ?? 0)}" reply to a write`);
 }
 
-/** The offset of the CR ending the line that starts at `at`, or INCOMPLETE when its CRLF has not arrived. */
+/**
+ * The offset of the CR ending the line that starts at `at`, or INCOMPLETE when its CRLF has not
+ * arrived. Scanned by hand: a reply's line is a few bytes, and Buffer#indexOf's argument checks and
+ * native call made it most of the cost of reading a write's replies (one ":1" per command).
+ */
 function endOfLine(bytes: Buffer, at: number): number {
-  const cr = bytes.indexOf(CR, at);
-  return cr === -1 || cr + 1 >= bytes.length ? INCOMPLETE : cr;
+  const length = bytes.length;
+  let cr = at;
+  while (cr < length && bytes[cr] !== CR) cr++;
+  return cr + 1 >= length ? INCOMPLETE : cr;
 }
 
 /** A non-negative decimal; RESP's "-1" (a null reply) reads as 0, an empty set. */

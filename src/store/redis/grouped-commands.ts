@@ -11,7 +11,7 @@ import { ARGS_PER_COMMAND } from "./set-reads.js";
 
 /** Options of GroupedMembers. */
 export interface GroupedMembersOptions {
-  command: "SADD" | "HSET" | "HDEL";
+  command: "SADD" | "SREM" | "HSET" | "HDEL";
   /** The key of a subject, by index. */
   keyOf: (subject: number) => string;
   /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
@@ -25,8 +25,9 @@ export interface GroupedMembersOptions {
 }
 
 /**
- * Members of one family of keys (SADD members, HDEL fields, or HSET fields with their values), in
- * typed columns of indexes: the bulk path, for the millions of relation and asset records of a load.
+ * Members of one family of keys (SADD or SREM members, HDEL fields, or HSET fields with their
+ * values), in typed columns of indexes: the bulk path, for the millions of relation and asset
+ * records of a load, and the edge deletes of a unit.
  * Entries of one key keep their order, so a field set twice ends with its last value, as if the
  * records were sent one by one.
  */

@@ -80,6 +80,9 @@ export async function loadJournal(redis: RedisConnection): Promise<JournalledUni
     throw new Error(`the write journal of unit ${header.unit} is incomplete (${chunks.filter((c) => c === null).length} of ${header.chunks} chunks missing)`);
   }
   const encoded = Buffer.concat(chunks.map((chunk) => Buffer.from(chunk!, "base64")));
+  if (encoded.length !== header.bytes) {
+    throw new Error(`the write journal of unit ${header.unit} is damaged (${encoded.length} bytes where ${header.bytes} were saved)`);
+  }
   return { parts: decode(encoded), clear: () => clearUnit(redis, header.unit, header.chunks) };
 }
 

@@ -1,5 +1,5 @@
 import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
+import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, relationColumns, staleIdentities, UnknownRelationIdError, type RelationColumns } from "../batch.js";
 import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
@@ -21,7 +21,7 @@ import {
   userSetKey,
 } from "./keys.js";
 import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
-import { chunks, hashGetMany, scanSet, setHasMany } from "./set-reads.js";
+import { chunks, hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
 
 /**
  * Set members and hash fields sent at once on the grouped path (relations and assets); the next
@@ -53,13 +53,17 @@ interface PlannedUnit {
   users: string[][];
   /** Identity entries the replaced users no longer have: removed once the new entries are in. */
   unlink: string[][];
-  /** Edge deletes. */
+  /** Asset record deletes. */
   deletes: string[][];
-  /** Friend and follow upserts in columns, with the UserId of each name. */
+  /** Friend and follow upserts and deletes in columns over one list of names. */
   friends: FriendColumns;
-  friendIds: Float64Array;
   follows: FollowColumns;
-  followIds: Float64Array;
+  friendDeletes: FriendColumns;
+  followDeletes: FollowColumns;
+  /** By name index: the UserId once the unit is applied (0: none), for the upserts. */
+  ids: Float64Array;
+  /** By name index: the stored UserId whose edges the deletes remove (0: none, or erased by the unit). */
+  deleteIds: Float64Array;
   /** Interaction and nft upserts, and the owner (once the unit is applied) of each address that has one. */
   assets: Record<AssetKind, { address: string; contract: string }[]>;
   owners: Map<string, UserId>;
@@ -117,6 +121,7 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
     for (const part of chunks(commands, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
   }
   await sender.done();
+  await deleteUserRelations(redis, unit);
   const small = total - unit.friends.length - unit.follows.length - unit.assets.contracts.length - unit.assets.nfts.length;
   let written = small;
   if (written < total) onProgress?.({ written, total });
@@ -148,11 +153,12 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
  */
 async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
   const { friends, follows } = unit;
-  const friendUsers = new DenseUsers(unit.friendIds);
+  // Friends and follows index one list of names: one set of user ids serves both.
+  const users = new DenseUsers(unit.ids);
   const friendCount = friends.length;
-  const friendSets = friendUsers.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
-  const descriptions = friendUsers.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
-  const cleared = friendUsers.members("HDEL", friendDescriptionsKey, 2 * friendCount);
+  const friendSets = users.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
+  const descriptions = users.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
+  const cleared = users.members("HDEL", friendDescriptionsKey, 2 * friendCount);
   for (let i = 0; i < friendCount; i++) {
     const ia = friends.a[i]!;
     const ib = friends.b[i]!;
@@ -170,16 +176,46 @@ async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onP
   }
   await sendGroups(redis, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
 
-  const followUsers = new DenseUsers(unit.followIds);
   const followCount = follows.length;
-  const following = followUsers.members("SADD", (id) => userSetKey("following", id), followCount);
-  const followers = followUsers.members("SADD", (id) => userSetKey("followers", id), followCount);
+  const following = users.members("SADD", (id) => userSetKey("following", id), followCount);
+  const followers = users.members("SADD", (id) => userSetKey("followers", id), followCount);
   for (let i = 0; i < followCount; i++) {
     following.add(follows.from[i]!, follows.to[i]!);
     followers.add(follows.to[i]!, follows.from[i]!);
   }
   await sendGroups(redis, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
   return friendCount + followCount;
+}
+
+/**
+ * Removes the deleted friend and follow edges, grouped by key over the whole unit as the upserts
+ * are; an edge with an end that is not stored (or that the unit erases) has nothing to remove.
+ */
+async function deleteUserRelations(redis: RedisConnection, unit: PlannedUnit): Promise<void> {
+  const { friendDeletes, followDeletes, deleteIds } = unit;
+  if (friendDeletes.length + followDeletes.length === 0) return;
+  const users = new DenseUsers(deleteIds);
+  const friendSets = users.members("SREM", friendsKey, 2 * friendDeletes.length);
+  const descriptions = users.members("HDEL", friendDescriptionsKey, 2 * friendDeletes.length);
+  for (let i = 0; i < friendDeletes.length; i++) {
+    const ia = friendDeletes.a[i]!;
+    const ib = friendDeletes.b[i]!;
+    if (deleteIds[ia] === 0 || deleteIds[ib] === 0) continue;
+    friendSets.add(ia, ib);
+    friendSets.add(ib, ia);
+    descriptions.add(ia, ib);
+    descriptions.add(ib, ia);
+  }
+  const following = users.members("SREM", followingKey, followDeletes.length);
+  const followers = users.members("SREM", followersKey, followDeletes.length);
+  for (let i = 0; i < followDeletes.length; i++) {
+    const from = followDeletes.from[i]!;
+    const to = followDeletes.to[i]!;
+    if (deleteIds[from] === 0 || deleteIds[to] === 0) continue;
+    following.add(from, to);
+    followers.add(to, from);
+  }
+  await sendGroups(redis, [friendSets, descriptions, following, followers], () => {});
 }
 
 /**
@@ -299,23 +335,23 @@ async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge:
   const erased = await planErasures(redis, batch.erasures ?? []);
   // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
   const users = new Map(batch.users.map((user) => [user.relationId, user]));
-  const idOf = await resolveOrAllocate(redis, batch, users, erased.relationIds);
+  const relations = relationColumns(batch);
+  const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds);
   const userPlan = await planUsers(redis, batch, users, idOf, erased);
-  const deletes = await planDeletes(redis, batch, erased.relationIds);
+  const deletes = await planAssetDeletes(redis, batch);
   const releases = await planReleases(redis, batch, idOf);
-  const friends = FriendColumns.of(batch.friends);
-  const follows = FollowColumns.of(batch.follows);
-  const idsOf = (names: readonly string[]) => Float64Array.from(names, (name) => idOf.get(name) ?? 0);
   return {
     records: recordCount(batch),
     erase: erased.commands,
     users: userPlan.commands,
     unlink: userPlan.unlink,
     deletes: deletes.commands,
-    friends,
-    friendIds: idsOf(friends.names),
-    follows,
-    followIds: idsOf(follows.names),
+    friends: relations.friends,
+    follows: relations.follows,
+    friendDeletes: relations.friendDeletes,
+    followDeletes: relations.followDeletes,
+    ids,
+    deleteIds,
     assets: { contracts: batch.interactions, nfts: batch.nfts },
     owners: userPlan.owners,
     releases,
@@ -408,35 +444,14 @@ interface ErasurePlan {
   addresses: Set<string>;
 }
 
-/** The commands of edge deletes; users that may have lost an asset, and addresses that may hold none any more. */
-async function planDeletes(
+/** The commands of asset record deletes; users that may have lost an asset, and addresses that may hold none any more. */
+async function planAssetDeletes(
   redis: RedisConnection,
   batch: IngestBatch,
-  erased: Set<string>,
 ): Promise<{ commands: string[][]; trims: UserId[]; emptied: [AssetKind, string][]; claimants: string[] }> {
   const deletes = batch.deletes;
   if (!deletes) return { commands: [], trims: [], emptied: [], claimants: [] };
-  // Edges of erased users go with them; an unknown relationId has no edges to delete.
-  const names = [...new Set([...deletes.friends.flatMap(({ a, b }) => [a, b]), ...deletes.follows.flatMap(({ from, to }) => [from, to])])].filter(
-    (name) => !erased.has(name),
-  );
-  const stored = await hashGetMany(redis, RELATION_ID_INDEX, names);
-  const idOf = new Map(names.flatMap((name, i) => (stored[i] == null ? [] : [[name, stored[i]!]])));
   const grouped = new KeyedCommands();
-  for (const { a, b } of deletes.friends) {
-    const [ia, ib] = [idOf.get(a), idOf.get(b)];
-    if (ia === undefined || ib === undefined) continue;
-    grouped.addFor("SREM", friendsKey, Number(ia), ib);
-    grouped.addFor("SREM", friendsKey, Number(ib), ia);
-    grouped.addFor("HDEL", friendDescriptionsKey, Number(ia), ib);
-    grouped.addFor("HDEL", friendDescriptionsKey, Number(ib), ia);
-  }
-  for (const { from, to } of deletes.follows) {
-    const [ifrom, ito] = [idOf.get(from), idOf.get(to)];
-    if (ifrom === undefined || ito === undefined) continue;
-    grouped.addFor("SREM", followingKey, Number(ifrom), ito);
-    grouped.addFor("SREM", followersKey, Number(ito), ifrom);
-  }
   const emptied: [AssetKind, string][] = [];
   const touched = new Set<string>();
   for (const kind of ASSET_KINDS) {
@@ -463,47 +478,89 @@ async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Ma
   const commands: string[][] = [];
   const reverse = new KeyedCommands();
   const ids = batch.releases.map(({ relationId }) => idOf.get(relationId) as UserId);
-  const before = await Promise.all(ids.map((id) => scanSet(redis, releaseKey(id))));
+  const before = await readIdSets(redis, ids.map(releaseKey));
+  const all = Number(RELEASE_ALL);
   batch.releases.forEach(({ peers }, i) => {
     const id = ids[i]!;
     const self = String(id);
     const next = peers === "*" ? [RELEASE_ALL] : peers.map((peer) => String(idOf.get(peer) as UserId));
-    const kept = new Set(next);
+    const kept = new Set(peers === "*" ? [all] : peers.map((peer) => idOf.get(peer) as UserId));
     // In this order: the DEL empties the release the SADD fills.
     commands.push(["DEL", releaseKey(id)]);
     for (const part of chunks(next)) commands.push(["SADD", releaseKey(id), ...part]);
-    for (const old of before[i]!) if (old !== RELEASE_ALL && !kept.has(old)) reverse.addFor("SREM", releasedToKey, Number(old), self);
+    for (const old of before[i]!) if (old !== all && !kept.has(old)) reverse.addFor("SREM", releasedToKey, old, self);
     for (const peer of next) if (peer !== RELEASE_ALL) reverse.addFor("SADD", releasedToKey, Number(peer), self);
   });
   return [...commands, ...reverse.commands()];
 }
 
+/** The ids a unit's names have: by relationId for users and releases, by name index for the relation columns. */
+interface ResolvedIds {
+  idOf: Map<string, UserId>;
+  /** By name index: the UserId once the unit is applied, for the upserts (0 for a name only deletes use). */
+  ids: Float64Array;
+  /** By name index: the stored UserId whose edges the deletes remove (0: none, or erased by the unit). */
+  deleteIds: Float64Array;
+}
+
 /**
- * Ids of every relationId the batch names. New users (and users the batch erases and defines
- * again) get fresh ids from the sequence; their relationId indexes are written with the unit.
+ * Ids of every relationId the batch names, read in one go. New users (and users the batch erases
+ * and defines again) get fresh ids from the sequence, in the order of batch.users; their relationId
+ * indexes are written with the unit. The relation columns are resolved by name index, with no
+ * lookup by name: a unit names tens of thousands of users.
  */
 async function resolveOrAllocate(
   redis: RedisConnection,
   batch: IngestBatch,
+  relations: RelationColumns,
   users: Map<string, UserInput>,
   erased: Set<string>,
-): Promise<Map<string, UserId>> {
-  const relationIds = referencedRelationIds(batch);
-  const stored = await hashGetMany(redis, RELATION_ID_INDEX, relationIds);
+): Promise<ResolvedIds> {
+  const { names, friends, follows } = relations;
+  // Users first: fresh ids go in their order.
+  const named = new Set(users.keys());
+  for (const { relationId, peers } of batch.releases) {
+    named.add(relationId);
+    if (peers !== "*") for (const peer of peers) named.add(peer);
+  }
+  const others = [...named];
+  const replies = await hashGetMany(redis, RELATION_ID_INDEX, [...names, ...others]);
+  const storedId = (name: string, reply: string | null | undefined): UserId | null =>
+    reply == null || (erased.size > 0 && erased.has(name)) ? null : Number(reply);
+
   const idOf = new Map<string, UserId>();
   const fresh: string[] = [];
-  relationIds.forEach((relationId, i) => {
-    const id = erased.has(relationId) ? null : stored[i];
-    if (id != null) idOf.set(relationId, Number(id));
+  others.forEach((relationId, k) => {
+    const id = storedId(relationId, replies[names.length + k]);
+    if (id !== null) idOf.set(relationId, id);
     else if (users.has(relationId)) fresh.push(relationId);
     else throw new UnknownRelationIdError(relationId);
   });
-  if (fresh.length === 0) return idOf;
-  // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
-  const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
-  const first = last - fresh.length + 1;
-  fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
-  return idOf;
+  if (fresh.length > 0) {
+    // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
+    const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
+    const first = last - fresh.length + 1;
+    fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
+  }
+
+  // Upserts must name users that exist once the unit is applied; deletes may name anyone.
+  const upserted = new Uint8Array(names.length);
+  for (const column of [friends.a, friends.b, follows.from, follows.to]) for (let i = 0; i < column.length; i++) upserted[column[i]!] = 1;
+  const ids = new Float64Array(names.length);
+  const deleteIds = new Float64Array(names.length);
+  for (let i = 0; i < names.length; i++) {
+    const id = storedId(names[i]!, replies[i]);
+    // Edges of erased users go with them; an unknown relationId has no edges to delete.
+    deleteIds[i] = id ?? 0;
+    if (id !== null) ids[i] = id;
+    else if (upserted[i] === 1) {
+      // Not stored (or erased): only a user of the batch, with its fresh id, may be named.
+      const allocated = idOf.get(names[i]!);
+      if (allocated === undefined) throw new UnknownRelationIdError(names[i]!);
+      ids[i] = allocated;
+    }
+  }
+  return { idOf, ids, deleteIds };
 }
 
 /** What the batch's users change, planned from the state before the batch. */
@@ -623,6 +680,7 @@ function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
       "commands",
       {
         json: {
+          format: UNIT_FORMAT,
           records: unit.records,
           erase: unit.erase,
           users: unit.users,
@@ -634,38 +692,58 @@ function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
           then: unit.then,
           assets: { contracts: unit.assets.contracts.map(pair), nfts: unit.assets.nfts.map(pair) },
           owners: [...unit.owners],
-          friendNames: friends.names,
+          names: friends.names,
           friendDescriptions: friends.descriptions,
-          followNames: follows.names === friends.names ? null : follows.names,
         },
       },
     ],
-    ["friendIds", unit.friendIds],
+    ["ids", unit.ids],
+    ["deleteIds", unit.deleteIds],
     ["friendA", friends.a],
     ["friendB", friends.b],
     ["friendDescription", friends.description],
-    ["followIds", unit.followIds],
     ["followFrom", follows.from],
     ["followTo", follows.to],
+    ["friendDeleteA", unit.friendDeletes.a],
+    ["friendDeleteB", unit.friendDeletes.b],
+    ["followDeleteFrom", unit.followDeletes.from],
+    ["followDeleteTo", unit.followDeletes.to],
   ]);
 }
 
 /** The unit the journal parts hold. */
 function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
-  const json = (parts.get("commands") as { json: JournalledCommands }).json;
-  const u32 = (name: string) => parts.get(name) as Uint32Array;
-  const f64 = (name: string) => parts.get(name) as Float64Array;
+  const json = (parts.get("commands") as { json?: JournalledCommands } | undefined)?.json;
+  if (json?.format !== UNIT_FORMAT) {
+    throw new JournalFormatError(`the write journal holds a unit of format ${String(json?.format ?? 1)}, and this relgraph applies format ${UNIT_FORMAT} only: finish it with the relgraph version that wrote it`);
+  }
+  const typed = <T extends Uint32Array | Float64Array>(name: string, kind: new (length: number) => T): T => {
+    const part = parts.get(name);
+    if (!(part instanceof kind)) throw new JournalFormatError(`the write journal's unit lacks its part "${name}"`);
+    return part;
+  };
+  const u32 = (name: string) => typed(name, Uint32Array);
+  const f64 = (name: string) => typed(name, Float64Array);
   const unpair = ([address, contract]: [string, string]) => ({ address, contract });
+  const deletedFriends = u32("friendDeleteA").length;
+  const names = json.names.length;
+  if (f64("ids").length !== names || f64("deleteIds").length !== names) throw new JournalFormatError("the write journal's ids do not match its names");
+  checkColumns(names, u32("friendA"), u32("friendB"), u32("friendDescription"));
+  checkColumns(names, u32("followFrom"), u32("followTo"));
+  checkColumns(names, u32("friendDeleteA"), u32("friendDeleteB"));
+  checkColumns(names, u32("followDeleteFrom"), u32("followDeleteTo"));
   return {
     records: json.records,
     erase: json.erase,
     users: json.users,
     unlink: json.unlink,
     deletes: json.deletes,
-    friends: new FriendColumns(json.friendNames, u32("friendA"), u32("friendB"), json.friendDescriptions, u32("friendDescription")),
-    friendIds: f64("friendIds"),
-    follows: new FollowColumns(json.followNames ?? json.friendNames, u32("followFrom"), u32("followTo")),
-    followIds: f64("followIds"),
+    friends: new FriendColumns(json.names, u32("friendA"), u32("friendB"), json.friendDescriptions, u32("friendDescription")),
+    follows: new FollowColumns(json.names, u32("followFrom"), u32("followTo")),
+    friendDeletes: new FriendColumns(json.names, u32("friendDeleteA"), u32("friendDeleteB"), [""], new Uint32Array(deletedFriends)),
+    followDeletes: new FollowColumns(json.names, u32("followDeleteFrom"), u32("followDeleteTo")),
+    ids: f64("ids"),
+    deleteIds: f64("deleteIds"),
     assets: { contracts: json.assets.contracts.map(unpair), nfts: json.assets.nfts.map(unpair) },
     owners: new Map(json.owners),
     releases: json.releases,
@@ -675,8 +753,30 @@ function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
   };
 }
 
+/**
+ * The layout of a journalled unit (its parts and their meaning), written into it: a unit of another
+ * layout (from an older relgraph) is refused rather than applied wrong.
+ */
+const UNIT_FORMAT = 2;
+
+/** Thrown when the journal holds a unit this relgraph cannot apply as written; nothing was applied. */
+export class JournalFormatError extends Error {
+  override name = "JournalFormatError";
+}
+
+/** Refuses columns of a journalled unit that differ in length or index past its names (the description column is checked for length only). */
+function checkColumns(names: number, first: Uint32Array, second: Uint32Array, third?: Uint32Array): void {
+  if (second.length !== first.length || (third !== undefined && third.length !== first.length)) {
+    throw new JournalFormatError("the write journal's relation columns differ in length");
+  }
+  for (let i = 0; i < first.length; i++) {
+    if (first[i]! >= names || second[i]! >= names) throw new JournalFormatError("the write journal's relation columns name no relationId");
+  }
+}
+
 /** The JSON part of a journalled unit. */
 interface JournalledCommands {
+  format: number;
   records: number;
   erase: string[][];
   users: string[][];
@@ -688,9 +788,9 @@ interface JournalledCommands {
   then: string[][];
   assets: Record<AssetKind, [string, string][]>;
   owners: [string, UserId][];
-  friendNames: string[];
+  /** The relation columns' names, by index. */
+  names: string[];
   friendDescriptions: string[];
-  followNames: string[] | null;
 }
 
 function pair({ address, contract }: { address: string; contract: string }): [string, string] {

@@ -1,3 +1,5 @@
+import type { UserId } from "../../domain/model.js";
+import { readWithinBound } from "../bounded-sets.js";
 import type { RedisConnection } from "./connection.js";
 
 /** Members per SMISMEMBER / HMGET / SADD command: big enough to amortize, small enough not to stall Redis. */
@@ -21,6 +23,28 @@ export async function scanSet(redis: RedisConnection, key: string): Promise<stri
   } while (cursor !== "0");
   // SSCAN may return a member twice when the set changes between pages.
   return [...new Set(members)];
+}
+
+/** Sets read whole (SMEMBERS) by readIdSets; a larger one is scanned. */
+const WHOLE_SET_LIMIT = 10_000;
+/** Keys per round trip of readIdSets. */
+const KEYS_PER_READ = 10_000;
+
+/**
+ * Members of many sets of UserIds (releases, edges) as numbers: sized, then read whole, a round
+ * trip for many keys, over the id-set reader (the speed layer's own socket on a standalone
+ * server). A set larger than WHOLE_SET_LIMIT is scanned, as scanSet does. Planning a unit reads the
+ * old release of every user it releases: one SSCAN through node-redis per user was most of
+ * planning the releases.
+ */
+export async function readIdSets(redis: RedisConnection, keys: readonly string[]): Promise<UserId[][]> {
+  const result: UserId[][] = [];
+  for (const part of chunks(keys, KEYS_PER_READ)) {
+    const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
+    const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
+    sets.forEach((set, i) => result.push(set ?? large[i]!.map(Number)));
+  }
+  return result;
 }
 
 /** SCARD of each key, in one round trip. */

@@ -1,0 +1,194 @@
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { respConnections } from "../../src/fast/index.js";
+import { createLoadValidator } from "../../src/ingest/validate.js";
+import { connectRedis, type RedisConnection } from "../../src/store/redis/connection.js";
+import { loadJournal, saveJournal, type JournalPart } from "../../src/store/redis/journal.js";
+import { JOURNAL, journalChunkKey, userSetKey } from "../../src/store/redis/keys.js";
+import { createRedisStore } from "../../src/store/redis/redis-store.js";
+import { completeInterruptedWrite, JournalFormatError, writeBatch } from "../../src/store/redis/redis-write.js";
+import type { GraphStore, IngestBatch } from "../../src/store/store.js";
+import { SERVING_WAYS } from "../support/relgraph-server.js";
+import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
+
+/*
+ * The journalled unit (redis-write.ts): relation records, edge deletes among them, travel in typed
+ * columns over one list of names. A unit completed from the journal must end where a whole write
+ * ends, and a journal that is damaged or of another layout must be refused before anything of it
+ * is applied.
+ */
+
+const SEED = [
+  ...["u1", "u2", "u3", "u4", "u5", "u6"].map((id) => JSON.stringify({ type: "user", relationId: id, addresses: [] })),
+  '{"type":"friend","a":"u1","b":"u2","description":"old"}',
+  '{"type":"friend","a":"u1","b":"u3"}',
+  '{"type":"friend","a":"u4","b":"u5"}',
+  '{"type":"follow","from":"u1","to":"u4"}',
+  '{"type":"follow","from":"u5","to":"u6"}',
+  '{"type":"release","relationId":"u1","peers":["u2","u3"]}',
+];
+
+/** Adds, deletes (one of an unknown user, one of a user erased and defined again), a new user, an erasure, a release. */
+const CHANGES = [
+  '{"type":"friend","op":"delete","a":"u2","b":"u1"}',
+  '{"type":"friend","op":"delete","a":"ghost","b":"u1"}',
+  '{"type":"follow","op":"delete","from":"u1","to":"u4"}',
+  '{"type":"friend","a":"u2","b":"u6","description":"new"}',
+  '{"type":"follow","from":"u7","to":"u2"}',
+  '{"type":"user","relationId":"u7","addresses":[]}',
+  '{"type":"user","op":"delete","relationId":"u5"}',
+  '{"type":"user","relationId":"u5","addresses":[]}',
+  '{"type":"friend","op":"delete","a":"u5","b":"u4"}',
+  '{"type":"follow","op":"delete","from":"u5","to":"u6"}',
+  '{"type":"release","relationId":"u1","peers":["u3","u6"]}',
+];
+
+let server: TestRedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** The records validated against the store, as one batch. */
+async function validated(store: GraphStore, lines: readonly string[]): Promise<IngestBatch> {
+  const validator = createLoadValidator({ sources: ["test"] });
+  lines.forEach((line, i) => validator.addLine(line, 0, i + 1));
+  return validator.finish(store);
+}
+
+/** Every key but the journal's, with its value, in a comparable form. */
+async function snapshot(url: string): Promise<Record<string, unknown>> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    const state: Record<string, unknown> = {};
+    for (const key of (await client.keys("*")).sort()) {
+      if (key.startsWith(JOURNAL)) continue;
+      const type = await client.type(key);
+      if (type === "string") state[key] = await client.get(key);
+      else if (type === "set") state[key] = (await client.sMembers(key)).sort();
+      else if (type === "hash") state[key] = Object.entries(await client.hGetAll(key)).sort();
+      else state[key] = type;
+    }
+    return state;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Seeds database `db`, then writes CHANGES as a writer that dies once the journal is committed and
+ * one window of the unit is sent. Resolves with the connection (the next writer's) and the
+ * database's URL.
+ */
+async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: RedisConnection; url: string; close(): Promise<void> }> {
+  const url = `${server.url}/${db}`;
+  const store = await createRedisStore({ url });
+  const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+  await redis.send(undefined, ["FLUSHDB"]);
+  await writeBatch(redis, await validated(store, SEED));
+  const changes = await validated(store, CHANGES);
+  let committed = false;
+  let windowsLeft = 1;
+  const dying: RedisConnection = {
+    ...redis,
+    send: (key, args) => {
+      if (key === JOURNAL && args[0] === "SET" && args[2]?.includes('"committed"')) committed = true;
+      return redis.send(key, args);
+    },
+    writeAll: (commands) => {
+      if (committed && windowsLeft-- <= 0) return Promise.reject(new Error("killed"));
+      return redis.writeAll(commands);
+    },
+  };
+  await expect(writeBatch(dying, changes)).rejects.toThrow("killed");
+  return {
+    redis,
+    url,
+    close: async () => {
+      await store.close();
+      await redis.close();
+    },
+  };
+}
+
+/** Saves the journal's unit again, changed by `change`, in place of the one there. */
+async function rewriteJournal(redis: RedisConnection, change: (parts: Map<string, JournalPart>) => void): Promise<void> {
+  const journalled = await loadJournal(redis);
+  if (!journalled) throw new Error("no journal to rewrite");
+  change(journalled.parts);
+  await journalled.clear();
+  await saveJournal(redis, journalled.parts);
+}
+
+describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
+  it("a unit completed from the journal ends where a whole write ends", async () => {
+    const whole = `${server.url}/1`;
+    const store = await createRedisStore({ url: whole });
+    const redis = await connectRedis({ url: whole }, fastPaths ? respConnections : undefined);
+    await redis.send(undefined, ["FLUSHDB"]);
+    await writeBatch(redis, await validated(store, SEED));
+    await writeBatch(redis, await validated(store, CHANGES));
+    await Promise.all([store.close(), redis.close()]);
+
+    const broken = await interrupted(2, fastPaths);
+    try {
+      expect(await completeInterruptedWrite(broken.redis)).toBe(CHANGES.length);
+      const state = await snapshot(broken.url);
+      expect(state).toEqual(await snapshot(whole));
+      // u1 … u6 are 1 … 6; u7 is 7, and u5, erased and defined again, 8.
+      expect(state[userSetKey("friends", 1)]).toEqual(["3"]);
+      expect(state[userSetKey("friends", 2)]).toEqual(["6"]);
+      expect(state[userSetKey("friends", 4)]).toBeUndefined();
+      expect(state[userSetKey("following", 1)]).toBeUndefined();
+      expect(state[userSetKey("following", 7)]).toEqual(["2"]);
+      expect(state[userSetKey("followers", 6)]).toBeUndefined();
+      expect(await completeInterruptedWrite(broken.redis)).toBe(0);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it("refuses a journal whose bytes were cut short, applying none of it", async () => {
+    const broken = await interrupted(3, fastPaths);
+    try {
+      const header = JSON.parse((await broken.redis.send<string>(JOURNAL, ["GET", JOURNAL]))!) as { unit: string };
+      const chunk = journalChunkKey(header.unit, 0);
+      const text = await broken.redis.send<string>(chunk, ["GET", chunk]);
+      await broken.redis.send(chunk, ["SET", chunk, text.slice(0, -8)]);
+      const before = await snapshot(broken.url);
+      await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/damaged/);
+      expect(await snapshot(broken.url)).toEqual(before);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it("refuses a unit of another layout, or whose columns name no relationId, applying none of it", async () => {
+    const broken = await interrupted(4, fastPaths);
+    try {
+      const before = await snapshot(broken.url);
+      await rewriteJournal(broken.redis, (parts) => ((parts.get("friendDeleteA") as Uint32Array)[0] = 1_000_000));
+      await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(JournalFormatError);
+      expect(await snapshot(broken.url)).toEqual(before);
+
+      await rewriteJournal(broken.redis, (parts) => {
+        (parts.get("friendDeleteA") as Uint32Array)[0] = 0;
+        parts.delete("deleteIds");
+      });
+      await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/lacks its part "deleteIds"/);
+
+      // A unit as an older relgraph journalled it: no format, and names under another field.
+      await rewriteJournal(broken.redis, (parts) => {
+        const { json } = parts.get("commands") as { json: Record<string, unknown> };
+        delete json.format;
+      });
+      await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/format 1/);
+      expect(await snapshot(broken.url)).toEqual(before);
+    } finally {
+      await broken.close();
+    }
+  });
+});
