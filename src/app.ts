@@ -10,6 +10,7 @@ import type { AdmittingGate } from "./auth/request-gate.js";
 import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
 import { ADMITTED, createApiKeyInterceptor, createDeadlineInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
 import { withContractRefusals } from "./rpc/protocol-errors.js";
+import { protocolOfContentType, withCallMetrics } from "./rpc/call-metrics.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
@@ -22,6 +23,9 @@ import { collectRoutes, webPages } from "./web/pages.js";
 
 /** /readyz answers within a second, as the contract says, even while the store hangs. */
 const READY_TIMEOUT_MS = 900;
+
+/** The RelationService's routes, each method's and the catch-all for unknown methods. */
+const RPC_PREFIX = `/${RelationService.typeName}/`;
 
 /** Path where the server publishes its key network (public material; no ApiKey needed). */
 export const KEY_NETWORK_PATH = "/key-network";
@@ -43,7 +47,11 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;
-  /** Served at GET /metrics; requests that Fastify answers are counted here, the fast paths' in fast/unary-call.ts. */
+  /**
+   * Served at GET /metrics. RelationService calls are counted by their status code (0 is OK) both
+   * ways: here through rpc/call-metrics.ts, on the fast paths in fast/unary-call.ts. Every other
+   * request Fastify answers is counted by its HTTP status.
+   */
   metrics?: RelgraphMetrics;
 }
 
@@ -75,7 +83,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     done();
   });
   // connect-es reads a call's body before its interceptors run: the key is checked on arrival instead.
-  const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes });
+  const admitted = rpcAdmission(app, { services: [RelationService], gate, maxRequestBytes, observe: metrics?.observeRequest });
   await app.register(fastifyConnectPlugin, {
     readMaxBytes: maxRequestBytes,
     acceptCompression: cappedCompressions(maxRequestBytes, app.log),
@@ -91,7 +99,9 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
       });
       // What connect-es refuses before the interceptors run is answered in the contract's codes too.
       router.handlers.forEach((handler, i) => {
-        if (handler.service === RelationService) router.handlers[i] = withContractRefusals(handler, { maxRequestBytes, log: app.log });
+        if (handler.service !== RelationService) return;
+        const answered = withContractRefusals(handler, { maxRequestBytes, log: app.log });
+        router.handlers[i] = metrics ? withCallMetrics(answered, metrics.observeRequest) : answered;
       });
       // Reflection carries only the public schema, so it needs no ApiKey: `buf curl` works bare.
       registerReflection(router, { services: [RelationService] });
@@ -106,6 +116,9 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   if (metrics) {
     app.addHook("onResponse", (request, reply, done) => {
       const operation = request.routeOptions.url ?? "unknown";
+      // Calls and refusals of the RelationService are counted by their status code where they are
+      // answered (withCallMetrics above, rpcAdmission); a gRPC refusal never gets here (hijacked).
+      if (operation.startsWith(RPC_PREFIX)) return done();
       metrics.observeRequest(operation, protocolOf(request.headers["content-type"], operation), String(reply.statusCode), reply.elapsedTime / 1000);
       done();
     });
@@ -133,9 +146,8 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
 }
 
 /** The protocol of a request Fastify answered, for metrics labels. */
-function protocolOf(contentType: string | undefined, operation: string): string {
-  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
-  if (contentType?.startsWith("application/grpc")) return "grpc";
+function protocolOf(contentType = "", operation: string): string {
+  if (contentType.startsWith("application/grpc")) return protocolOfContentType(contentType);
   if (operation.startsWith("/api/v1/")) return "rest";
   if (operation.startsWith("/relgraph.") || operation.startsWith("/grpc.")) return "connect";
   return "http";

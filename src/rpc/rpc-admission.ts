@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Http2ServerRequest } from "node:http2";
 import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
 import { InvalidArgumentError } from "../domain/errors.js";
+import { protocolOfContentType, type ObserveCall } from "./call-metrics.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
 import { encodeGrpcMessage, respondGrpcError } from "../transport/grpc-message.js";
 import { endUnreadRequest } from "../transport/unread-body.js";
@@ -28,6 +29,8 @@ export interface RpcAdmissionOptions {
   services: DescService[];
   gate: RequestGate;
   maxRequestBytes: number;
+  /** Counts each refusal by its status code, as withCallMetrics counts the calls answered (call-metrics.ts). */
+  observe?: ObserveCall;
 }
 
 /**
@@ -35,10 +38,17 @@ export interface RpcAdmissionOptions {
  * rate-limited ApiKey, or a declared body over the cap, before the body is read. Returns whether a
  * request was admitted, for connect-fastify's contextValues.
  */
-export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes }: RpcAdmissionOptions): (request: FastifyRequest) => boolean {
+export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes, observe }: RpcAdmissionOptions): (request: FastifyRequest) => boolean {
   const prefixes = services.map((service) => `/${service.typeName}/`);
   const methods = new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
   const admitted = new WeakSet<object>();
+  const refuse = (request: FastifyRequest, reply: FastifyReply, error: ConnectError): FastifyReply => {
+    const path = request.url.split("?")[0]!;
+    // An unknown method is counted under its route's pattern: a client cannot mint label values.
+    const operation = methods.has(path) ? path : (request.routeOptions.url ?? "unknown");
+    observe?.(operation, protocolOfContentType(headerValue(request.headers["content-type"]) ?? ""), String(error.code), reply.elapsedTime / 1000);
+    return answerRefusal(request, reply, error);
+  };
   const admit = async (request: FastifyRequest, reply: FastifyReply) => {
     try {
       await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
@@ -76,7 +86,7 @@ function noSuchMethod(request: FastifyRequest): ConnectError {
 }
 
 /** Answers a refused RPC in the caller's protocol: a trailers-only gRPC or gRPC-Web reply, or a Connect error. */
-function refuse(request: FastifyRequest, reply: FastifyReply, error: ConnectError): FastifyReply {
+function answerRefusal(request: FastifyRequest, reply: FastifyReply, error: ConnectError): FastifyReply {
   const contentType = headerValue(request.headers["content-type"]) ?? "";
   const grpcWeb = contentType.startsWith("application/grpc-web");
   if (grpcWeb || contentType.startsWith("application/grpc")) {

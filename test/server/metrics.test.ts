@@ -1,9 +1,9 @@
 import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
-import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
+import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { restGet } from "./http.js";
 
 /** Issue 15, operator's basics: GET /metrics in Prometheus text format, with no ApiKey. */
@@ -56,5 +56,63 @@ describe("GET /metrics", () => {
     expect(second.misses).toBe(first.misses);
     expect(second.entries).toMatch(/^relgraph_cache_entries\{cache="users"\} [1-9]\d*$/m);
     for (const cache of ["relationIds", "setSizes", "setMembers", "intersections"]) expect(second.entries).toContain(`relgraph_cache_lookups_total{cache="${cache}",result="hit"}`);
+  });
+});
+
+/**
+ * A call's `code` label is its status code (0 is OK, 16 unauthenticated, ...) whichever way it is
+ * served: gRPC and gRPC-Web answer HTTP 200 even when a call fails, so the HTTP status says nothing.
+ */
+describe.each(SERVING_WAYS)("GET /metrics counts RPCs by their status code ($name)", ({ env }) => {
+  let server: RunningRelgraph;
+  let sessions: Http2SessionManager;
+  beforeAll(async () => {
+    server = await startRelgraph({ records: fixtureRecords(), env });
+    sessions = new Http2SessionManager(server.url);
+  });
+  afterAll(async () => {
+    sessions?.abort();
+    await server?.close();
+  });
+
+  it("labels successes 0 and refusals by their code, on gRPC, gRPC-Web and Connect", async () => {
+    const question = { address: [addr("alice"), addr("bob")], limit: 2 };
+    const transports = {
+      grpc: createGrpcTransport({ baseUrl: server.url, sessionManager: sessions }),
+      "grpc-web": createGrpcWebTransport({ baseUrl: server.url, httpVersion: "1.1" }),
+      connect: createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
+    };
+    for (const transport of Object.values(transports)) {
+      const client = createClient(RelationService, transport);
+      await client.mutualFriend(question, { headers: { apikey: TEST_API_KEY } });
+      await client.mutualFriend(question, { headers: { apikey: TEST_API_KEY } });
+      await expect(client.mutualFriend(question, { headers: { apikey: "no-such-key" } })).rejects.toThrow();
+    }
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const count = (protocol: string, code: string) =>
+      Number(new RegExp(`^relgraph_requests_total\\{operation="/relgraph\\.v1\\.RelationService/MutualFriend",protocol="${protocol}",code="${code}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+    for (const protocol of Object.keys(transports)) {
+      expect({ protocol, ok: count(protocol, "0"), unauthenticated: count(protocol, "16"), http200: count(protocol, "200") }).toEqual({
+        protocol,
+        ok: 2,
+        unauthenticated: 1,
+        http200: 0,
+      });
+    }
+    expect(text).toMatch(/^relgraph_request_duration_seconds_count\{operation="\/relgraph\.v1\.RelationService\/MutualFriend",protocol="grpc-web"\} 3$/m);
+  });
+
+  it("counts calls of unknown methods under one label, whatever their paths", async () => {
+    for (const name of ["NoSuchA", "NoSuchB"]) {
+      const response = await fetch(`${server.url}/relgraph.v1.RelationService/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", apikey: TEST_API_KEY },
+        body: "{}",
+      });
+      expect(response.status).toBe(404);
+    }
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).not.toContain("NoSuch");
+    expect(text).toMatch(/^relgraph_requests_total\{operation="\/relgraph\.v1\.RelationService\/\*",protocol="connect",code="5"\} 2$/m);
   });
 });
