@@ -7,14 +7,14 @@ const HELP = `Usage: relgraph <command> [options]
 
 Commands:
   serve [--data FILE.jsonl ...]   run the server (REST, Connect, gRPC, gRPC-Web, reflection on one port)
-  ingest FILE.jsonl ...           validate, then load files into the configured Redis
+  ingest FILE.jsonl ... | -       validate, then load files (or stdin) into the configured Redis
   follow [--stream KEY]           apply the change feed from a Redis Stream, until stopped
-  generate --users N --seed S     write a seeded synthetic graph as JSON Lines
-  keys create|list|revoke         manage ApiKeys in the store
+  generate [--users N] [--seed S]   write a seeded synthetic graph (or the demo data) as JSON Lines
+  keys create | list | revoke ID   manage ApiKeys in the store
   keygen --threshold T --nodes N --out DIR   deal a threshold key network
   keynode --share FILE            run one key node of a network
   decrypt --server URL --sig SIG --message-file FILE   decrypt an EncryptedData read on stdin
-  eval linkpred|convert           measure recommendation quality on held-out edges
+  eval linkpred|convert           measure recommendation quality on held-out edges; convert graphs
 
 Run "relgraph <command> --help" for a command's options, "relgraph --version" for the version.
 Configuration comes from the environment; see README.md ("Configure").

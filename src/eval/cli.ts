@@ -8,7 +8,7 @@ import { DatasetFormatError, isGraphTool, readGraphTool, readNostrSocialGraph, t
 import { LinkPredDataError, runLinkPrediction, type LinkPredReport } from "./linkpred.js";
 import { METRICS, type Estimate } from "./metrics.js";
 
-const HELP = `Usage: relgraph eval <command> [options]
+const HELP = `Usage: relgraph eval linkpred|convert [options]
 
 Commands:
   linkpred --data FILE.jsonl ...   held-out link prediction: how well recommendations find hidden edges

@@ -103,7 +103,7 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
       stdin: io.stdin,
       onNotice: (message) => io.stderr.write(`relgraph ingest: ${message}\n`),
     });
-    const summary = `${count(result.records)} records (${count(result.users)} users) from ${count(files.length)} file${files.length === 1 ? "" : "s"} in ${result.seconds.toFixed(2)} s, ${count(Math.round(result.recordsPerSecond))} records/s`;
+    const summary = `${counted(result.records, "record")} (${counted(result.users, "user")}) from ${describeSources(files)} in ${result.seconds.toFixed(2)} s, ${count(Math.round(result.recordsPerSecond))} records/s`;
     if (dryRun) {
       io.stdout.write(`valid: ${summary}; nothing written (--dry-run)\n`);
       return 0;
@@ -235,4 +235,16 @@ function describe(error: unknown): string {
 
 function count(n: number): string {
   return n.toLocaleString("en-US");
+}
+
+function counted(n: number, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** Where a load came from, as the summary names it: "2 files", "stdin", "1 file and stdin". */
+function describeSources(files: readonly string[]): string {
+  const named = files.filter((file) => file !== "-").length;
+  const fromStdin = named < files.length;
+  if (named === 0) return "stdin";
+  return `${counted(named, "file")}${fromStdin ? " and stdin" : ""}`;
 }

@@ -13,8 +13,18 @@ import { API_KEY_HEADER } from "../auth/request-gate.js";
 /** Request headers a browser may send: what Connect and gRPC-Web need (connect-es's list), and ApiKey. */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, API_KEY_HEADER, "x-request-id"];
 
-/** Response headers a page may read: gRPC-Web's status trailers-in-headers, and relgraph's own. */
-export const CORS_EXPOSED_HEADERS: readonly string[] = [...connectCors.exposedHeaders, "x-request-id", "retry-after"];
+/**
+ * Response headers a page may read: gRPC-Web's status trailers-in-headers, and relgraph's own (a
+ * rate-limited key's budget, so that a dApp can slow down before it is refused).
+ */
+export const CORS_EXPOSED_HEADERS: readonly string[] = [
+  ...connectCors.exposedHeaders,
+  "x-request-id",
+  "retry-after",
+  "ratelimit-limit",
+  "ratelimit-remaining",
+  "ratelimit-reset",
+];
 
 /** How long a browser may cache a preflight answer, in seconds. */
 const PREFLIGHT_MAX_AGE_SECONDS = 600;

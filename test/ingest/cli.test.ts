@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { Readable } from "node:stream";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runGenerate, runIngest } from "../../src/ingest/cli.js";
 import { demoWallet } from "../../src/ingest/demo-wallet.js";
@@ -73,6 +74,12 @@ describe("relgraph ingest, without a store configured", () => {
     const io = captureIo();
     expect(await runIngest([path], io)).toBe(1);
     expect(io.err()).toContain("no store is configured: set REDIS_URL or REDIS_CLUSTER_NODES. Nothing was written.");
+  });
+
+  it("names stdin as the source of a load read from -, and counts in the singular when it is one", async () => {
+    const io = { ...captureIo(), stdin: Readable.from([`${JSON.stringify(GOOD[0])}\n`]) };
+    expect(await runIngest(["--dry-run", "-"], io)).toBe(0);
+    expect(io.out()).toMatch(/^valid: 1 record \(1 user\) from stdin in [\d.]+ s, [\d,]+ records\/s; nothing written \(--dry-run\)\n$/);
   });
 });
 

@@ -51,13 +51,14 @@ describe("CORS with CORS_ORIGINS set", () => {
     expect(response.headers.get("access-control-allow-credentials")).toBeNull();
   });
 
-  it("lets a listed origin read REST answers and their request id", async () => {
+  it("lets a listed origin read REST answers, their request id and a rate-limited key's budget", async () => {
     const response = await fetch(`${server.url}/api/v1/mutualContractInteraction?address=x`, {
       headers: { Origin: "http://localhost:3000", ApiKey: TEST_API_KEY },
     });
     expect(response.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
     expect(response.headers.get("vary")).toMatch(/origin/i);
-    expect(response.headers.get("access-control-expose-headers")?.toLowerCase()).toContain("x-request-id");
+    const exposed = response.headers.get("access-control-expose-headers")?.toLowerCase().split(/\s*,\s*/);
+    expect(exposed).toEqual(expect.arrayContaining(["x-request-id", "retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]));
     expect(((await response.json()) as { code: string }).code).toBe("11600");
   });
 
