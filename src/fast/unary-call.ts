@@ -71,9 +71,12 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
   }
   const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
-  async function run<T>({ method, apiKey, contentLength, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
-    // The key is checked before the body is read, so a caller without one cannot make relgraph read anything.
+  async function run<T>({ method, apiKey, contentLength, timeout, timeoutHeader, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
+    // The key is checked before the body is read, so a caller without one cannot make relgraph read
+    // anything; and before anything else, as rpc-admission.ts checks it for connect-es: a caller
+    // without one is told so, whatever else is wrong with the request.
     await gate.admit(apiKey);
+    if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
     if (contentLength !== undefined && Number(contentLength) > maxRequestBytes) throw tooLarge(maxRequestBytes);
     const request = await readRequest();
     return encode(await implementation[method.localName]!(request));
@@ -86,9 +89,8 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
       const started = performance.now();
       let code: Code | 0 = 0;
       try {
-        const { timeout, timeoutHeader } = invocation;
-        if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
-        return await withDeadline(run(invocation, encode), timeout.timeoutMs);
+        // A malformed deadline has no timeoutMs: run() refuses it once the key is admitted.
+        return await withDeadline(run(invocation, encode), invocation.timeout.timeoutMs);
       } catch (err) {
         // A deadline the client set is the client's; every other failure speaks the contract's codes.
         const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
