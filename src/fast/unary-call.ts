@@ -92,8 +92,11 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
         // A malformed deadline has no timeoutMs: run() refuses it once the key is admitted.
         return await withDeadline(run(invocation, encode), invocation.timeout.timeoutMs);
       } catch (err) {
-        // A deadline the client set is the client's; every other failure speaks the contract's codes.
-        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
+        // A deadline the client set, and a client that left, are the client's doing: CANCELLED is
+        // what the call ended with, not a failure of relgraph's to log as one. Every other failure
+        // speaks the contract's codes.
+        const failure =
+          err instanceof DeadlineExceeded || err instanceof ClientClosedRequest ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
         code = failure.code;
         throw failure;
       } finally {
@@ -106,7 +109,19 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
 }
 
 /**
- * The whole body of a request stream; rejects when it closes first or grows past `maxBytes`. An
+ * Thrown when the client closes or resets its request before sending all of it: no one is left to
+ * answer, so the call ends CANCELLED (in the log line and the metrics), not as an internal error
+ * logged with its stack, which any client could cause at will by hanging up mid-upload.
+ */
+export class ClientClosedRequest extends Error {
+  readonly error = new ConnectError("the client closed the stream before sending its request", Code.Canceled);
+  constructor() {
+    super("the client closed the stream before sending its request");
+  }
+}
+
+/**
+ * The whole body of a request stream; rejects when it closes first (ClientClosedRequest) or grows past `maxBytes`. An
  * oversized body stops being read at once: the caller answers, and the transport drops the rest.
  */
 export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number): Promise<Buffer> {
@@ -134,7 +149,7 @@ export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number
     };
     const onClose = () => {
       stream.off("end", onEnd);
-      reject(new Error("the client closed the stream before sending its request"));
+      reject(new ClientClosedRequest());
     };
     stream.on("data", onData);
     stream.once("end", onEnd);
