@@ -128,6 +128,9 @@ export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number
   return new Promise((resolve, reject) => {
     // An empty body can have ended already, while the ApiKey was being checked.
     if (stream.readableEnded) return resolve(Buffer.alloc(0));
+    // So can the client's stream (reset, or its connection lost): its close was then emitted before
+    // anyone listened, and would never come again, leaving the call pending for good.
+    if (isClosed(stream)) return reject(new ClientClosedRequest());
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -155,6 +158,11 @@ export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number
     stream.once("end", onEnd);
     stream.once("close", onClose);
   });
+}
+
+/** Whether the request can deliver no more of its body: it, or the HTTP/2 stream under a compatibility request, is destroyed. */
+function isClosed(stream: Readable | Http2ServerRequest): boolean {
+  return stream.destroyed || (stream as Partial<Http2ServerRequest>).stream?.destroyed === true;
 }
 
 /** The first value of a header. */

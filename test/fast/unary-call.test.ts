@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { ClientClosedRequest, readBody } from "../../src/fast/unary-call.js";
@@ -20,6 +21,19 @@ describe("readBody", () => {
     stream.write(Buffer.from("ab"));
     stream.destroy();
     await expect(body).rejects.toBeInstanceOf(ClientClosedRequest);
+  });
+
+  it("rejects when the stream closed before the body was read (a reset while the ApiKey was checked), rather than wait for ever", async () => {
+    const closed = new PassThrough();
+    closed.write(Buffer.from("ab"));
+    closed.destroy();
+    await once(closed, "close");
+    await expect(readBody(closed, 100)).rejects.toBeInstanceOf(ClientClosedRequest);
+    // An HTTP/2 compatibility request stays open while the stream under it is gone.
+    const stream = new PassThrough();
+    stream.destroy();
+    await once(stream, "close");
+    await expect(readBody(Object.assign(new PassThrough(), { stream }), 100)).rejects.toBeInstanceOf(ClientClosedRequest);
   });
 
   it("rejects a body past the cap", async () => {
