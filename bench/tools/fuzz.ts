@@ -4,11 +4,12 @@
  * sockets to a server. Every answer must be below 500 and speak the contract: REST in its envelope
  * with a contract code, RPCs with success or an error carrying a relgraph.v1.ErrorDetail with one.
  *
- *   npm run fuzz [-- --runs N --seed S --concurrency C]
+ *   npm run fuzz [-- --runs N --seed S --concurrency C --fast-paths on|off]
  *
  * starts an in-process server on the memory store with a generated graph, sends N requests
  * (default 100,000), prints the counts by protocol and code, and exits 1 when any answer broke the
- * rules. test/server/fuzz.test.ts runs a short version.
+ * rules. The server serves as FAST_PATHS says (default on), or as --fast-paths says: both ways must
+ * hold. test/server/fuzz.test.ts runs a short version of each.
  */
 import { fromBinary, toBinary, create, type DescMessage } from "@bufbuild/protobuf";
 import http from "node:http";
@@ -478,25 +479,43 @@ export async function runFuzz(options: { baseUrl: string; targets: FuzzTargets; 
 }
 
 /** A server on the memory store with a generated graph, as the fuzz run and its test use. */
-export async function startFuzzTarget(): Promise<{ baseUrl: string; targets: FuzzTargets; close(): Promise<void> }> {
+export async function startFuzzTarget({ fastPaths = true }: { fastPaths?: boolean } = {}): Promise<{ baseUrl: string; targets: FuzzTargets; close(): Promise<void> }> {
   const apiKey = "fuzz-key";
   const store = createCachedStore(createMemoryStore());
   const records = [...generateRecords({ users: 300, seed: "relgraph-fuzz", meanDegree: 15 })];
   await ingestRecords(store, records);
   const addresses = records.flatMap((r) => (r.type === "user" ? r.addresses : [])).slice(0, 50);
-  const relgraph = await createRelgraph(loadConfig({ API_KEYS: apiKey }), store, { logLevel: false });
+  const relgraph = await createRelgraph(loadConfig({ API_KEYS: apiKey, FAST_PATHS: fastPaths ? "on" : "off" }), store, { logLevel: false });
   await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
   const address = relgraph.server.server.address() as { port: number };
   return { baseUrl: `http://127.0.0.1:${address.port}`, targets: { apiKey, addresses }, close: () => relgraph.close() };
 }
 
+const USAGE = `npm run fuzz [-- OPTIONS]: generated requests over every protocol; exits 1 on a 5xx or an answer without a contract code.
+  --runs N              requests to send (default 100000)
+  --seed S              fast-check seed (default 20261125)
+  --concurrency C       requests in flight (default 16)
+  --fast-paths on|off   serve with or without the speed layer (default: FAST_PATHS, else on)`;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { runs: { type: "string", default: "100000" }, seed: { type: "string", default: "20261125" }, concurrency: { type: "string", default: "16" } },
+    options: {
+      runs: { type: "string", default: "100000" },
+      seed: { type: "string", default: "20261125" },
+      concurrency: { type: "string", default: "16" },
+      "fast-paths": { type: "string", default: process.env.FAST_PATHS ?? "on" },
+      help: { type: "boolean", default: false },
+    },
   });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const fastPaths = values["fast-paths"];
+  if (fastPaths !== "on" && fastPaths !== "off") throw new Error(`--fast-paths: "${fastPaths}" is not on or off`);
   const runs = Number(values.runs);
   const seed = Number(values.seed);
-  const target = await startFuzzTarget();
+  const target = await startFuzzTarget({ fastPaths: fastPaths === "on" });
   const started = performance.now();
   try {
     const report = await runFuzz({
@@ -508,7 +527,7 @@ async function main(): Promise<void> {
       onProgress: (done) => process.stderr.write(`${done} requests\n`),
     });
     const seconds = (performance.now() - started) / 1000;
-    console.log(`fuzz: ${report.requests} requests, seed ${seed}, ${seconds.toFixed(1)} s`);
+    console.log(`fuzz: ${report.requests} requests, seed ${seed}, FAST_PATHS=${fastPaths}, ${seconds.toFixed(1)} s`);
     for (const [protocol, counts] of Object.entries(report.byProtocol).sort()) {
       const total = Object.values(counts).reduce((a, b) => a + b, 0);
       const parts = Object.entries(counts)

@@ -71,9 +71,12 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
   }
   const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
-  async function run<T>({ method, apiKey, contentLength, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
-    // The key is checked before the body is read, so a caller without one cannot make relgraph read anything.
+  async function run<T>({ method, apiKey, contentLength, timeout, timeoutHeader, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
+    // The key is checked before the body is read, so a caller without one cannot make relgraph read
+    // anything; and before anything else, as rpc-admission.ts checks it for connect-es: a caller
+    // without one is told so, whatever else is wrong with the request.
     await gate.admit(apiKey);
+    if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
     if (contentLength !== undefined && Number(contentLength) > maxRequestBytes) throw tooLarge(maxRequestBytes);
     const request = await readRequest();
     return encode(await implementation[method.localName]!(request));
@@ -86,12 +89,14 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
       const started = performance.now();
       let code: Code | 0 = 0;
       try {
-        const { timeout, timeoutHeader } = invocation;
-        if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
-        return await withDeadline(run(invocation, encode), timeout.timeoutMs);
+        // A malformed deadline has no timeoutMs: run() refuses it once the key is admitted.
+        return await withDeadline(run(invocation, encode), invocation.timeout.timeoutMs);
       } catch (err) {
-        // A deadline the client set is the client's; every other failure speaks the contract's codes.
-        const failure = err instanceof DeadlineExceeded ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
+        // A deadline the client set, and a client that left, are the client's doing: CANCELLED is
+        // what the call ended with, not a failure of relgraph's to log as one. Every other failure
+        // speaks the contract's codes.
+        const failure =
+          err instanceof DeadlineExceeded || err instanceof ClientClosedRequest ? err.error : toConnectError(err, log.child?.({ reqId: invocation.requestId }) ?? log);
         code = failure.code;
         throw failure;
       } finally {
@@ -104,13 +109,28 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
 }
 
 /**
- * The whole body of a request stream; rejects when it closes first or grows past `maxBytes`. An
+ * Thrown when the client closes or resets its request before sending all of it: no one is left to
+ * answer, so the call ends CANCELLED (in the log line and the metrics), not as an internal error
+ * logged with its stack, which any client could cause at will by hanging up mid-upload.
+ */
+export class ClientClosedRequest extends Error {
+  readonly error = new ConnectError("the client closed the stream before sending its request", Code.Canceled);
+  constructor() {
+    super("the client closed the stream before sending its request");
+  }
+}
+
+/**
+ * The whole body of a request stream; rejects when it closes first (ClientClosedRequest) or grows past `maxBytes`. An
  * oversized body stops being read at once: the caller answers, and the transport drops the rest.
  */
 export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // An empty body can have ended already, while the ApiKey was being checked.
     if (stream.readableEnded) return resolve(Buffer.alloc(0));
+    // So can the client's stream (reset, or its connection lost): its close was then emitted before
+    // anyone listened, and would never come again, leaving the call pending for good.
+    if (isClosed(stream)) return reject(new ClientClosedRequest());
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -132,12 +152,17 @@ export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number
     };
     const onClose = () => {
       stream.off("end", onEnd);
-      reject(new Error("the client closed the stream before sending its request"));
+      reject(new ClientClosedRequest());
     };
     stream.on("data", onData);
     stream.once("end", onEnd);
     stream.once("close", onClose);
   });
+}
+
+/** Whether the request can deliver no more of its body: it, or the HTTP/2 stream under a compatibility request, is destroyed. */
+function isClosed(stream: Readable | Http2ServerRequest): boolean {
+  return stream.destroyed || (stream as Partial<Http2ServerRequest>).stream?.destroyed === true;
 }
 
 /** The first value of a header. */

@@ -30,7 +30,9 @@ export function withContractRefusals(handler: UniversalHandler, { maxRequestByte
     const grpcWeb = contentType.startsWith("application/grpc-web");
     const grpc = !grpcWeb && contentType.startsWith("application/grpc");
     const translate = (error: ConnectError): ConnectError | null => {
-      if (error.details.length > 0) return null;
+      // A client that hung up mid-request left connect-es an unreadable body ("internal error"):
+      // nobody reads the answer, and it is no failure of relgraph's to log as one.
+      if (error.details.length > 0 || request.signal.aborted) return null;
       const timeoutHeader = grpc || grpcWeb ? "grpc-timeout" : "connect-timeout-ms";
       const contractError = translateConnectEsRefusal(error.code, error.rawMessage, { method, timeoutHeader, maxRequestBytes });
       return contractError === null ? null : toConnectError(contractError, log);

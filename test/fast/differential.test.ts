@@ -239,6 +239,11 @@ const VARIANTS: Variant[] = [
   { name: "an envelope longer than its message", wire: (m, p) => (p.enveloped ? { message: encode(m.input, valid[m.localName]!, true), envelope: (b) => envelope(b, 0, b.length + 4) } : null) },
   { name: "two messages", wire: (m, p) => (p.enveloped ? { message: encode(m.input, valid[m.localName]!, true), envelope: (b) => Buffer.concat([envelope(b), envelope(b)]) } : null) },
   { name: "compressed flag, no grpc-encoding", wire: (m, p) => (p.enveloped ? { message: encode(m.input, valid[m.localName]!, true), envelope: (b) => envelope(b, 1) } : null) },
+  // Flag bits besides "compressed" mean nothing in a request; connect-es reads past them.
+  { name: "other flag bits", wire: (m, p) => (p.enveloped ? { message: encode(m.input, valid[m.localName]!, true), envelope: (b) => envelope(b, 0x82) } : null) },
+  // The ApiKey is judged first, whatever else is wrong with the request.
+  { name: "malformed deadline, unknown ApiKey", wire: (m, p) => ({ message: encode(m.input, valid[m.localName]!, p.binary), headers: { [p.timeoutHeader]: "soon", apikey: "no-such-key" } }) },
+  { name: "malformed deadline, no ApiKey", wire: (m, p) => ({ message: encode(m.input, valid[m.localName]!, p.binary), headers: { [p.timeoutHeader]: "-1S", apikey: "" } }) },
 ];
 
 /** While set, the stores answer the reads every RPC starts with only after STORE_DELAY_MS: a call past any deadline. */

@@ -1,6 +1,7 @@
+import { once } from "node:events";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { readBody } from "../../src/fast/unary-call.js";
+import { ClientClosedRequest, readBody } from "../../src/fast/unary-call.js";
 
 describe("readBody", () => {
   it("resolves with the whole body and leaves no listener behind, so the stream's close costs nothing", async () => {
@@ -19,7 +20,20 @@ describe("readBody", () => {
     const body = readBody(stream, 100);
     stream.write(Buffer.from("ab"));
     stream.destroy();
-    await expect(body).rejects.toThrow("closed the stream before sending its request");
+    await expect(body).rejects.toBeInstanceOf(ClientClosedRequest);
+  });
+
+  it("rejects when the stream closed before the body was read (a reset while the ApiKey was checked), rather than wait for ever", async () => {
+    const closed = new PassThrough();
+    closed.write(Buffer.from("ab"));
+    closed.destroy();
+    await once(closed, "close");
+    await expect(readBody(closed, 100)).rejects.toBeInstanceOf(ClientClosedRequest);
+    // An HTTP/2 compatibility request stays open while the stream under it is gone.
+    const stream = new PassThrough();
+    stream.destroy();
+    await once(stream, "close");
+    await expect(readBody(Object.assign(new PassThrough(), { stream }), 100)).rejects.toBeInstanceOf(ClientClosedRequest);
   });
 
   it("rejects a body past the cap", async () => {

@@ -1,16 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runFuzz, startFuzzTarget } from "../../bench/tools/fuzz.js";
+import { SERVING_WAYS } from "../support/relgraph-server.js";
 
 /*
  * The short version of `npm run fuzz` (bench/fuzz.ts): fast-check requests from a fixed seed over
  * REST parameters and the RPC bodies of Connect (JSON and binary), gRPC and gRPC-Web, on real
  * sockets. No answer may be a server failure, and every one must carry a contract code in its
- * protocol's envelope, gRPC-Web's refusals by connect-es included.
+ * protocol's envelope, gRPC-Web's refusals by connect-es included. Both ways of serving (FAST_PATHS).
  */
-describe("fuzzed requests", () => {
+describe.each(SERVING_WAYS)("fuzzed requests, $name", ({ fastPaths }) => {
   let target: Awaited<ReturnType<typeof startFuzzTarget>>;
   beforeAll(async () => {
-    target = await startFuzzTarget();
+    target = await startFuzzTarget({ fastPaths });
   });
   afterAll(() => target?.close());
 

@@ -38,6 +38,25 @@ describe("GET /metrics", () => {
     expect(text).toContain("relgraph_process_cpu_seconds_total");
   });
 
+  it("gives clients no way to add series: a path nobody serves is counted under its route's pattern, or not at all", async () => {
+    const series = async () => (await (await fetch(`${server.url}/metrics`)).text()).split("\n").filter((line) => /^relgraph_request(s_total|_duration_seconds_count)\{/.test(line)).length;
+    const grpc = createClient(RelationService, createGrpcTransport({ baseUrl: server.url, sessionManager: sessions }));
+    const askEverywhere = async (n: number) => {
+      const junk = `no-such-${n}-"\\`;
+      await restGet(server.url, `/api/v1/${encodeURIComponent(junk)}`, {});
+      await fetch(`${server.url}/${encodeURIComponent(junk)}`);
+      for (const contentType of ["application/json", "application/proto", "application/grpc-web+proto"]) {
+        await fetch(`${server.url}/relgraph.v1.RelationService/${encodeURIComponent(junk)}`, { method: "POST", headers: { "content-type": contentType, apikey: TEST_API_KEY }, body: "{}" });
+        await fetch(`${server.url}/grpc.health.v1.Health/${encodeURIComponent(junk)}`, { method: "POST", headers: { "content-type": contentType }, body: "{}" });
+      }
+      await grpc.mutualFriend({ address: [addr("alice"), addr("bob")], limit: 1 }, { headers: { apikey: TEST_API_KEY } });
+    };
+    await askEverywhere(0);
+    const before = await series();
+    for (let n = 1; n <= 20; n++) await askEverywhere(n);
+    expect(await series()).toBe(before);
+  });
+
   it("counts read-cache hits and misses by cache", async () => {
     const lookups = async () => {
       const text = await (await fetch(`${server.url}/metrics`)).text();

@@ -12,6 +12,8 @@ import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;
+/** The envelope flag of a compressed message. */
+const COMPRESSED_FLAG = 0b1;
 const RESPONSE_HEADERS = { ":status": 200, "content-type": contentTypeProto } as const;
 
 /**
@@ -66,7 +68,8 @@ export function createGrpcUnaryHandler(caller: UnaryCaller): Http2StreamClaim {
 function decodeRequest(method: DescMethod, body: Buffer): unknown {
   if (body.length === 0) throw unreadable.noMessage();
   if (body.length < ENVELOPE_PREFIX_BYTES || body.readUInt32BE(1) !== body.length - ENVELOPE_PREFIX_BYTES) throw unreadable.notOneMessage();
-  if (body[0] !== 0) throw unreadable.compressedWithoutEncoding();
+  // Only the compressed bit means anything in a request; connect-es reads past the others, and so does this.
+  if ((body[0]! & COMPRESSED_FLAG) !== 0) throw unreadable.compressedWithoutEncoding();
   try {
     return fromBinary(method.input, body.subarray(ENVELOPE_PREFIX_BYTES));
   } catch {
