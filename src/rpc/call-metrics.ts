@@ -20,7 +20,9 @@ export function withCallMetrics(handler: UniversalHandler, observe: ObserveCall)
     try {
       // connect-es answers failures as responses; a throw is a fault of the server's, left to Fastify.
       const outcome = await outcomeOf(await handler(request), protocol);
-      code = outcome.code;
+      // A client that hung up mid-request leaves connect-es an unreadable body, which it answers
+      // INTERNAL to nobody: the call ended CANCELLED, as the fast paths count it (fast/unary-call.ts).
+      code = request.signal.aborted ? Code.Canceled : outcome.code;
       return outcome.answer;
     } finally {
       observe(handler.requestPath, protocol, String(code), (performance.now() - started) / 1000);

@@ -65,11 +65,8 @@ describe.each(SERVING_WAYS)("clients that hang up mid-upload ($name)", ({ env })
       while (arrived() < 2 * ABORTS + RESETS) await new Promise((resolve) => setTimeout(resolve, 50));
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      // connect-es (FAST_PATHS=off) still reports an aborted upload as INTERNAL, which its metrics count as such.
-      if (env.FAST_PATHS === "on") {
-        expect(metrics).toContain(`relgraph_requests_total{operation="${PATH}",protocol="connect",code="1"} ${ABORTS}`);
-        expect(metrics).not.toMatch(/relgraph_requests_total\{[^}]*code="(13|500)"\}/);
-      }
+      expect(metrics).toContain(`relgraph_requests_total{operation="${PATH}",protocol="connect",code="1"} ${ABORTS}`);
+      expect(metrics).not.toMatch(/relgraph_requests_total\{[^}]*code="(13|500)"\}/);
     } finally {
       child.kill("SIGTERM");
     }
