@@ -33,9 +33,13 @@ export function redactUrl(text: string): string {
   return url.toString().replaceAll(encodeURIComponent(REDACTED), REDACTED).replaceAll("%5Bredacted%5D", REDACTED);
 }
 
-/** Every URL (scheme://…) inside a free text, redacted: for error messages and stacks. */
+/**
+ * Every URL (scheme://…) inside a free text, redacted: for error messages and stacks. A stack's
+ * frames are file:// URLs of relgraph's own modules, which carry no credential and are what an
+ * operator reads a stack for, so those stay as they are.
+ */
 export function redactUrlsIn(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`)\]}]+/gi, (url) => redactUrl(url));
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`)\]}]+/gi, (url) => (/^file:\/\/\//i.test(url) ? url : redactUrl(url)));
 }
 
 /** A copy of a log value (an error serialized by pino, a config) with the URLs in every string redacted. */
