@@ -14,8 +14,13 @@ export const RELGRAPH_STATEMENTS: readonly string[] = [PROFILE_STATEMENT, RELATI
  */
 export const CLOCK_SKEW_SECONDS = 60;
 
-/** Longest `message` parsed; real SIWE messages are a few hundred bytes, and the ABNF parser is not cheap. */
-const MAX_MESSAGE_LENGTH = 16 * 1024;
+/**
+ * Longest `message` parsed. relgraph's messages are a few hundred bytes, and its statements leave no
+ * room for ReCaps; the ABNF parser runs before the signature is checked and costs about linearly in
+ * the length, so at 16 KiB one unsigned request to a key node cost about fifteen normal ones, and
+ * their rate limits bounded nothing.
+ */
+export const MAX_MESSAGE_LENGTH = 4 * 1024;
 /** Budget for each EIP-1271 round trip to ETH_RPC_URL. */
 const ETH_RPC_TIMEOUT_MS = 5_000;
 /** EIP-1271's "valid signature" return value: bytes4(keccak256("isValidSignature(bytes32,bytes)")). */

@@ -116,8 +116,13 @@ export function createOnePortServer(handler: OnePortHandler, options: OnePortSer
     socket.once("close", () => undecided.delete(socket));
     // Until its first bytes tell the protocol, no server's timeouts watch the socket: this one does.
     socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
+    // Nor does any server listen for its errors: a client that resets the connection before naming
+    // its protocol would otherwise raise an unhandled 'error' and end the process.
+    const dropOnError = () => socket.destroy();
+    socket.on("error", dropOnError);
     sniff(socket, (isH2c) => {
       socket.setTimeout(0);
+      socket.off("error", dropOnError);
       undecided.delete(socket);
       if (isH2c) {
         // Http2Session reads what is already buffered on the socket itself, on the next tick.

@@ -1,10 +1,12 @@
+import { Wallet } from "ethers";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSiweVerifier } from "../../src/auth/siwe.js";
 import { createDevKeyNetwork } from "../../src/crypto/dev-network.js";
+import { onlySignerConditions } from "../../src/crypto/identity.js";
 import { keyNodeRoutes } from "../../src/crypto/key-node.js";
 import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
-import { startKeyNodes, type KeyNodeProcesses } from "../support/keynodes.js";
+import { signAuthorization, startKeyNodes, type KeyNodeProcesses } from "../support/keynodes.js";
 
 /*
  * Issue 15, items 4 and 6: every key node, in-process (the development network) or standalone
@@ -69,6 +71,36 @@ describe("the development network inside relgraph", () => {
 
   it("is rate-limited per client address", async () => {
     expectLimitedAfter(await burst(`${server.url}/dev-key-nodes/2`, 3), 2);
+  });
+});
+
+describe("a long SIWE message", () => {
+  let server: RunningRelgraph;
+  beforeAll(async () => {
+    server = await startRelgraph();
+  });
+  afterAll(() => server?.close());
+
+  it("is refused (10101) before it is parsed, even correctly signed: a key node's parse of one cost many requests' worth", async () => {
+    const wallet = Wallet.createRandom();
+    const request = async (resources: number) => {
+      const { message } = await signAuthorization(wallet);
+      // Resources are the one part of a message a client may make as long as it likes.
+      const long = `${message}\nResources:${"\n- https://relgraph.test/r".repeat(resources)}`;
+      const body = {
+        accessControlConditions: onlySignerConditions(wallet.address),
+        dataToEncryptHash: "ab".repeat(32),
+        authSig: { sig: await wallet.signMessage(long), signedMessage: long, address: wallet.address },
+      };
+      return { length: long.length, answer: await ask(`${server.url}/dev-key-nodes/1`, JSON.stringify(body)) };
+    };
+    // Some resources are fine: a share.
+    const short = await request(40);
+    expect(short.length).toBeLessThan(4 * 1024);
+    expect(short.answer.status).toBe(200);
+    const long = await request(300);
+    expect(long.length).toBeGreaterThan(4 * 1024);
+    expect(long.answer).toMatchObject({ status: 401, body: { code: "10101", message: "message is longer than 4096 characters" } });
   });
 });
 

@@ -1,10 +1,11 @@
+import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Wallet } from "ethers";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { loadDemoDataset } from "../../src/ingest/demo.js";
@@ -60,7 +61,7 @@ describe.each(["rest", "connect", "grpc-web"] as const)("the demo dApp over %s",
       if (request.url().startsWith(apiUrl)) apiRequests.push(`${request.method()} ${new URL(request.url()).pathname}`);
     });
 
-    await page.goto(`${pageOrigin}/demo?server=${encodeURIComponent(apiUrl)}&protocol=${protocol}`);
+    await openDemo(page, `${pageOrigin}/demo?protocol=${protocol}`, apiUrl);
     await page.click("#connect");
     await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
     const error = await page.textContent("#error");
@@ -135,7 +136,7 @@ describe("the demo dApp's failures", () => {
   it("shows a refusal instead of data when the ApiKey is wrong", async () => {
     const page = await browser.newPage();
     await injectWallet(page, new Wallet(demoWallet(1).privateKey));
-    await page.goto(`${pageOrigin}/demo?server=${encodeURIComponent(apiUrl)}&apiKey=wrong-key`);
+    await openDemo(page, `${pageOrigin}/demo?apiKey=wrong-key`, apiUrl);
     await page.click("#connect");
     await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
     expect(await page.getAttribute("body", "data-state")).toBe("failed");
@@ -150,7 +151,7 @@ describe("the demo dApp's failures", () => {
     await page.route("**/v1/decryption-share", (route) =>
       route.fulfill({ status: 403, contentType: "application/json", body: JSON.stringify({ error: "forbidden", message: "not you" }) }),
     );
-    await page.goto(`${pageOrigin}/demo?server=${encodeURIComponent(apiUrl)}`);
+    await openDemo(page, `${pageOrigin}/demo`, apiUrl);
     await page.click("#connect");
     await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
     expect(await page.getAttribute("body", "data-state")).toBe("failed");
@@ -164,11 +165,56 @@ describe("the demo dApp's failures", () => {
     const problems = watchProblems(page);
     await injectWallet(page, new Wallet(demoWallet(1).privateKey));
     // Same server, but the page's origin is now 127.0.0.1 and the API is called at localhost.
-    await page.goto(`${apiUrl}/demo?server=${encodeURIComponent(pageOrigin)}`);
+    await openDemo(page, `${apiUrl}/demo`, pageOrigin);
     await page.click("#connect");
     await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
     expect(await page.getAttribute("body", "data-state")).toBe("failed");
     expect(problems.list.join("\n")).toMatch(/CORS|request failed/);
+    await page.close();
+  });
+});
+
+describe("the demo dApp and a link that names a server", () => {
+  let attacker: Server;
+  const seen: string[] = [];
+
+  beforeAll(async () => {
+    // A server that would take anything a page sends it: it lets every origin call it and records
+    // each request, preflights included (their URL already carries the query string).
+    attacker = createHttpServer((request, response) => {
+      seen.push(`${request.method} ${request.url}`);
+      response.writeHead(request.method === "OPTIONS" ? 204 : 200, {
+        "access-control-allow-origin": "*",
+        "access-control-allow-methods": "GET, POST",
+        "access-control-allow-headers": "*",
+        "content-type": "application/json",
+      });
+      response.end(request.method === "OPTIONS" ? undefined : "{}");
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => attacker?.close(resolve));
+  });
+
+  it("sends the wallet's authorizations to its own origin, never to the server the link names", async () => {
+    const attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
+    const page = await browser.newPage();
+    const signed = await injectWallet(page, new Wallet(demoWallet(1).privateKey));
+    // The page is relgraph's own, so the wallet signs for relgraph's host: what SIWE_DOMAINS accepts.
+    await page.goto(`${pageOrigin}/demo?server=${encodeURIComponent(attackerUrl)}`);
+    const server = await page.inputValue("#server");
+    await page.click("#connect");
+    await page.waitForSelector("body[data-state=done], body[data-state=failed]", { timeout: 60_000 });
+    // Before, the link's server got the Profile call, its authorization in the URL (sig=…&message=…).
+    expect({ server, seen, state: await page.getAttribute("body", "data-state"), error: await page.textContent("#error") }).toEqual({
+      server: pageOrigin,
+      seen: [],
+      state: "done",
+      error: "",
+    });
+    expect(signed.length).toBe(2);
     await page.close();
   });
 });
@@ -231,6 +277,15 @@ async function rest(path: string, params: Record<string, string>): Promise<unkno
   const envelope = (await response.json()) as { code: string; desc: string; data: unknown };
   if (envelope.code !== "0") throw new Error(`${path}: ${envelope.code} ${envelope.desc}`);
   return envelope.data;
+}
+
+/**
+ * Opens the demo at `url` and points its form at `server`: a person types the server (a link can
+ * name only the ApiKey and protocol).
+ */
+async function openDemo(page: Page, url: string, server: string): Promise<void> {
+  await page.goto(url);
+  await page.fill("#server", server);
 }
 
 function freePort(): Promise<number> {

@@ -13,8 +13,9 @@ import {
  * The demo dApp (GET /demo): connects the page's EIP-1193 wallet, signs the two SIWE
  * authorizations, and shows the user's Profile and Relationship graph decrypted in the browser,
  * then mutual friends and recommendations with their reasons. Everything goes through
- * relgraph/client, as a dApp of one's own would. The server, ApiKey and protocol can be set in the
- * form or the query string (?server=…&apiKey=…&protocol=connect).
+ * relgraph/client, as a dApp of one's own would. The ApiKey and protocol can be set in the form or
+ * the query string (?apiKey=…&protocol=connect); the server only in the form, and it starts as this
+ * page's own origin.
  */
 
 /** The ApiKey `relgraph serve` prints when it runs on the embedded store without API_KEYS. */
@@ -33,7 +34,9 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 
 function init(): void {
   const query = new URLSearchParams(location.search);
-  $<HTMLInputElement>("server").value = query.get("server") ?? location.origin;
+  // Never from the link: the wallet signs for this page's host, which SIWE_DOMAINS accepts, so a link
+  // that chose the server would hand a valid authorization to whatever server it named.
+  $<HTMLInputElement>("server").value = location.origin;
   $<HTMLInputElement>("apikey").value = query.get("apiKey") ?? DEV_API_KEY;
   $<HTMLSelectElement>("protocol").value = query.get("protocol") ?? "rest";
   $("settings").addEventListener("submit", (event) => {
