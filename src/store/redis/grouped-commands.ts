@@ -87,8 +87,8 @@ export class GroupedMembers {
    * each command's argument count (members, and values for HSET) as it is appended, so that the
    * caller can send the window when it is full (emptying it in place). The path of a writer that
    * takes encoded text (BulkWriter.writeEncoded): a member's bulk string is made once however many
-   * keys it goes to, and no argument array is built per command. Encoding each argument as it was
-   * sent (its byte length measured, a template filled) was a fifth of a change unit's CPU.
+   * keys it goes to, and no argument array is built per command: a fifth less CPU than building the
+   * arrays and encoding them (bench/README.md, "The writer, third pass").
    */
   *encodeInto(window: EncodedCommands): Generator<number> {
     const { subjects, members, valueIndexes, length } = this;
