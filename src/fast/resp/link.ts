@@ -136,14 +136,19 @@ export class RespLink {
 
   /** Sends commands (each its own argument list) and resolves with their replies, all of one expected kind. */
   enqueue(commands: readonly string[][], expect: Expect): Promise<Reply[]> {
+    return this.enqueueEncoded(encodeCommands(commands), commands.length, expect);
+  }
+
+  /** The same for `count` commands already in RESP form, as one string. */
+  enqueueEncoded(text: string, count: number, expect: Expect): Promise<Reply[]> {
     if (this.broken) return Promise.reject(new Error("the connection to Redis failed"));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ expect, replies: [], remaining: commands.length, resolve, reject });
+      this.waiting.push({ expect, replies: [], remaining: count, resolve, reject });
       // A recommendation sends ten batches, and the requests served in one turn send theirs too: one
       // write (one syscall, one wake-up of Redis) for them all instead of a write per batch, which cost
       // more than parsing their replies.
       if (this.outgoing === "") setImmediate(() => this.flush());
-      this.outgoing += encodeCommands(commands);
+      this.outgoing += text;
     });
   }
 

@@ -1,3 +1,4 @@
+import type { EncodedCommands } from "../../store/redis/own-connections.js";
 import { RespLink, respEndpointOf, type RespEndpoint } from "./link.js";
 
 /**
@@ -23,6 +24,13 @@ export class RespWriter {
     if (commands.length === 0) return;
     if (this.link === null || this.link.broken) this.link = new RespLink(this.endpoint, this.connectTimeoutMs);
     await this.link.enqueue(commands, "any");
+  }
+
+  /** Sends commands already in RESP form (BulkWriter.writeEncoded), like write. */
+  async writeEncoded(commands: EncodedCommands): Promise<void> {
+    if (commands.count === 0) return;
+    if (this.link === null || this.link.broken) this.link = new RespLink(this.endpoint, this.connectTimeoutMs);
+    await this.link.enqueueEncoded(commands.text, commands.count, "any");
   }
 
   /**

@@ -1,7 +1,7 @@
 import { createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
 import { commandIdSetReads, type IdSetReads } from "./id-sets.js";
-import type { BulkWriter, OwnConnections } from "./own-connections.js";
+import type { BulkWriter, EncodedCommands, OwnConnections } from "./own-connections.js";
 import { chunks } from "./set-reads.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
@@ -31,6 +31,12 @@ export interface RedisConnection {
    * answered, their replies unread: the path of a load's planned commands.
    */
   writeAll(commands: readonly string[][]): Promise<void>;
+  /**
+   * Sends a window of writes already encoded as RESP, with writeAll's deadline, when this connection
+   * has a bulk writer of its own (standalone, with the speed layer); null otherwise, where the
+   * caller sends commands through writeAll.
+   */
+  readonly writeEncoded: ((commands: EncodedCommands) => Promise<void>) | null;
   /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
   /** Sizes and members of UserId sets: through node-redis, or a reader of its own when connectRedis was given one. */
@@ -100,6 +106,7 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
       send,
       sendAll,
       writeAll: async (commands) => void (await sendAll(commands)),
+      writeEncoded: null,
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
@@ -124,6 +131,7 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
     send,
     sendAll,
     writeAll: writer ? (commands) => writeInWindows(commands, writer) : async (commands) => void (await sendAll(commands)),
+    writeEncoded: writer ? (commands) => writeWindow(writer, () => writer.writeEncoded(commands)) : null,
     getMany: async (keys) => {
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
@@ -210,14 +218,19 @@ async function writeInWindows(commands: readonly string[][], writer: BulkWriter)
   for (let start = 0; start < commands.length; ) {
     let end = start;
     for (let args = 0; end < commands.length && end - start < COMMANDS_PER_WINDOW && args < ARGS_PER_WINDOW; end++) args += commands[end]!.length;
-    try {
-      await withDeadline(writer.write(commands.slice(start, end)), BULK_WINDOW_TIMEOUT_MS);
-    } catch (error) {
-      // Whatever the connection still carries is unknown now: a new one serves the next write.
-      await writer.reset();
-      throw error;
-    }
+    await writeWindow(writer, () => writer.write(commands.slice(start, end)));
     start = end;
+  }
+}
+
+/** One window of a BulkWriter's writes, under the bulk deadline; a late window drops the connection. */
+async function writeWindow(writer: BulkWriter, write: () => Promise<void>): Promise<void> {
+  try {
+    await withDeadline(write(), BULK_WINDOW_TIMEOUT_MS);
+  } catch (error) {
+    // Whatever the connection still carries is unknown now: a new one serves the next write.
+    await writer.reset();
+    throw error;
   }
 }
 

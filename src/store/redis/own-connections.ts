@@ -4,6 +4,8 @@ import type { IdSetReads } from "./id-sets.js";
 export interface BulkWriter {
   /** Sends the commands; resolves once all are answered, rejects with the first error reply. */
   write(commands: readonly string[][]): Promise<void>;
+  /** Sends commands the caller encoded itself, like write. */
+  writeEncoded(commands: EncodedCommands): Promise<void>;
   /** Drops the connection, failing what it still carries; the next write opens another. */
   reset(): Promise<void>;
 }
@@ -18,4 +20,13 @@ export interface OwnConnections {
   idSetReader(url: string, connectTimeoutMs: number): IdSetReads | null;
   /** A load's and a feed unit's planned writes. */
   bulkWriter(url: string, connectTimeoutMs: number): BulkWriter | null;
+}
+
+/**
+ * Commands already in RESP's array-of-bulk-strings form, as one string, and how many they are: what
+ * a planner that encodes as it goes (grouped-commands.ts) hands a BulkWriter.
+ */
+export interface EncodedCommands {
+  text: string;
+  count: number;
 }

@@ -20,7 +20,8 @@ import {
   userKey,
   userSetKey,
 } from "./keys.js";
-import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
+import { BulkStrings, GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
+import type { EncodedCommands } from "./own-connections.js";
 import { chunks, hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
 
 /**
@@ -116,20 +117,25 @@ export async function completeInterruptedWrite(redis: RedisConnection, onProgres
 
 async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?: (progress: WriteProgress) => void): Promise<void> {
   const total = unit.records;
+  // One sender from the erasures to the releases: each step's first commands go out while the
+  // previous step's last ones are applied, rather than after them. They still reach Redis in this
+  // order, one batch behind the other, so readers see the steps in the order writeBatch gives.
   const sender = new PipelinedSender(redis);
   for (const commands of [unit.erase, unit.users, unit.unlink, unit.deletes]) {
     for (const part of chunks(commands, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
   }
-  await sender.done();
-  await deleteUserRelations(redis, unit);
+  await deleteUserRelations(sender, unit);
   const small = total - unit.friends.length - unit.follows.length - unit.assets.contracts.length - unit.assets.nfts.length;
   let written = small;
   if (written < total) onProgress?.({ written, total });
+  // Each step reports from where it starts: its last batch may be answered after the next step began.
+  const from = (start: number) => (done: number) => onProgress?.({ written: start + done, total });
   for (const kind of ASSET_KINDS) {
-    written += await writeAssets(redis, kind, unit.assets[kind], unit.owners, (done) => onProgress?.({ written: written + done, total }));
+    written += await writeAssets(sender, kind, unit.assets[kind], unit.owners, from(written));
   }
-  written += await writeUserRelations(redis, unit, (done) => onProgress?.({ written: written + done, total }));
-  await redis.writeAll(unit.releases);
+  written += await writeUserRelations(sender, unit, from(written));
+  for (const part of chunks(unit.releases, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
+  await sender.done();
 
   // Only now, with every new record in place, can users that lost addresses or assets be trimmed
   // to the union of what their remaining addresses hold. These read the state, which is the same
@@ -151,7 +157,7 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
  * wait in typed columns, not in strings. Resolves with the number of records written; onProgress
  * gets the running count.
  */
-async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
+async function writeUserRelations(sender: PipelinedSender, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
   const { friends, follows } = unit;
   // Friends and follows index one list of names: one set of user ids serves both.
   const users = new DenseUsers(unit.ids);
@@ -174,7 +180,7 @@ async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onP
       cleared.add(ib, ia);
     }
   }
-  await sendGroups(redis, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
+  await sendGroups(sender, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
 
   const followCount = follows.length;
   const following = users.members("SADD", (id) => userSetKey("following", id), followCount);
@@ -183,7 +189,7 @@ async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onP
     following.add(follows.from[i]!, follows.to[i]!);
     followers.add(follows.to[i]!, follows.from[i]!);
   }
-  await sendGroups(redis, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
+  await sendGroups(sender, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
   return friendCount + followCount;
 }
 
@@ -191,7 +197,7 @@ async function writeUserRelations(redis: RedisConnection, unit: PlannedUnit, onP
  * Removes the deleted friend and follow edges, grouped by key over the whole unit as the upserts
  * are; an edge with an end that is not stored (or that the unit erases) has nothing to remove.
  */
-async function deleteUserRelations(redis: RedisConnection, unit: PlannedUnit): Promise<void> {
+async function deleteUserRelations(sender: PipelinedSender, unit: PlannedUnit): Promise<void> {
   const { friendDeletes, followDeletes, deleteIds } = unit;
   if (friendDeletes.length + followDeletes.length === 0) return;
   const users = new DenseUsers(deleteIds);
@@ -215,7 +221,7 @@ async function deleteUserRelations(redis: RedisConnection, unit: PlannedUnit): P
     following.add(from, to);
     followers.add(to, from);
   }
-  await sendGroups(redis, [friendSets, descriptions, following, followers], () => {});
+  await sendGroups(sender, [friendSets, descriptions, following, followers], () => {});
 }
 
 /**
@@ -224,7 +230,7 @@ async function deleteUserRelations(redis: RedisConnection, unit: PlannedUnit): P
  * address that has one once the unit is applied. Resolves with the number of records written.
  */
 async function writeAssets(
-  redis: RedisConnection,
+  sender: PipelinedSender,
   kind: AssetKind,
   records: readonly { address: string; contract: string }[],
   owners: Map<string, UserId>,
@@ -252,44 +258,60 @@ async function writeAssets(
     userAssets.add(holderIndex, assetIndex);
     assetHolders.add(assetIndex, holderIndex);
   }
-  await sendGroups(redis, [addressAssets, knownAddresses, userAssets, assetHolders], (share) => onProgress(Math.floor(share * count)));
+  await sendGroups(sender, [addressAssets, knownAddresses, userAssets, assetHolders], (share) => onProgress(Math.floor(share * count)));
   return count;
 }
 
 /**
- * Sends the groups' commands, building the next ARGS_PER_SEND arguments while the previous ones
- * are in flight; onProgress gets the share of arguments sent so far.
+ * Sends the groups' commands through `sender`, building the next ARGS_PER_SEND arguments while the
+ * previous ones are in flight; resolves once the last batch is sent (not answered: the caller awaits
+ * sender.done() before it reads). onProgress gets the share of arguments answered so far, 1 last.
  */
-async function sendGroups(
-  redis: RedisConnection,
-  groups: readonly GroupedMembers[],
-  onProgress: (share: number) => void,
-): Promise<void> {
+async function sendGroups(sender: PipelinedSender, groups: readonly GroupedMembers[], onProgress: (share: number) => void): Promise<void> {
   const totalArgs = groups.reduce((sum, group) => sum + group.args, 0);
-  const sender = new PipelinedSender(redis);
   let sentArgs = 0;
-  let commands: string[][] = [];
   let args = 0;
-  const send = async () => {
-    const batchArgs = args;
-    const sending = commands;
-    commands = [];
-    args = 0;
-    await sender.send(sending, () => {
-      sentArgs += batchArgs;
-      if (sentArgs < totalArgs) onProgress(sentArgs / totalArgs);
-    });
+  const sent = (batchArgs: number) => () => {
+    sentArgs += batchArgs;
+    onProgress(sentArgs >= totalArgs ? 1 : sentArgs / totalArgs);
   };
-  for (const group of groups) {
-    for (const command of group.commands()) {
-      commands.push(command);
-      args += command.length - 2;
-      if (args >= ARGS_PER_SEND) await send();
+  const { writeEncoded } = sender.redis;
+  if (writeEncoded) {
+    // Encoded as built: the window is emptied in place, as the groups' generators append to it.
+    const window: EncodedCommands = { text: "", count: 0 };
+    const send = async () => {
+      const sending = { text: window.text, count: window.count };
+      window.text = "";
+      window.count = 0;
+      const batchArgs = args;
+      args = 0;
+      await sender.sendWith(() => writeEncoded(sending), sent(batchArgs));
+    };
+    for (const group of groups) {
+      for (const commandArgs of group.encodeInto(window)) {
+        args += commandArgs;
+        if (args >= ARGS_PER_SEND) await send();
+      }
     }
+    await send();
+  } else {
+    let commands: string[][] = [];
+    const send = async () => {
+      const sending = commands;
+      commands = [];
+      const batchArgs = args;
+      args = 0;
+      await sender.send(sending, sent(batchArgs));
+    };
+    for (const group of groups) {
+      for (const command of group.commands()) {
+        commands.push(command);
+        args += command.length - 2;
+        if (args >= ARGS_PER_SEND) await send();
+      }
+    }
+    await send();
   }
-  await send();
-  await sender.done();
-  onProgress(1);
 }
 
 /**
@@ -299,12 +321,17 @@ async function sendGroups(
 class PipelinedSender {
   private inFlight: Promise<void> = Promise.resolve();
 
-  constructor(private readonly redis: RedisConnection) {}
+  constructor(readonly redis: RedisConnection) {}
 
   /** Sends `commands` once the previous batch is answered; `onSent` runs when they are. Rejects with an earlier batch's failure. */
-  async send(commands: string[][], onSent: () => void): Promise<void> {
+  send(commands: string[][], onSent: () => void): Promise<void> {
+    return this.sendWith(() => this.redis.writeAll(commands), onSent);
+  }
+
+  /** The same for a batch that `write` sends. */
+  async sendWith(write: () => Promise<void>, onSent: () => void): Promise<void> {
     await this.inFlight;
-    this.inFlight = this.redis.writeAll(commands).then(onSent);
+    this.inFlight = write().then(onSent);
     // Marked handled here; the next send (or done) still sees the failure.
     this.inFlight.catch(() => {});
   }
@@ -319,14 +346,17 @@ class PipelinedSender {
 class DenseUsers {
   /** Each user's id as the decimal text commands carry, made once per user rather than per member. */
   readonly idTexts: string[];
+  /** Their RESP bulk strings, shared by every family's commands. */
+  private readonly idBulks: BulkStrings;
 
   constructor(readonly ids: Float64Array) {
     this.idTexts = Array.from(ids, String);
+    this.idBulks = new BulkStrings(this.idTexts);
   }
 
   /** Members of one per-user key family: subjects and members are indexes into this. */
   members(command: GroupedMembersOptions["command"], keyOf: (id: UserId) => string, capacity: number, values?: readonly string[]): GroupedMembers {
-    return new GroupedMembers({ command, keyOf: (subject) => keyOf(this.ids[subject]!), subjects: this.ids, members: this.idTexts, capacity, values });
+    return new GroupedMembers({ command, keyOf: (subject) => keyOf(this.ids[subject]!), subjects: this.ids, members: this.idTexts, capacity, values, memberBulks: this.idBulks });
   }
 }
 

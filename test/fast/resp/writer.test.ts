@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { respConnections } from "../../../src/fast/index.js";
 import { RedisReplyError, respEndpointOf } from "../../../src/fast/resp/link.js";
+import { encodeCommands } from "../../../src/fast/resp/encoder.js";
 import { RespWriter } from "../../../src/fast/resp/writer.js";
 import { connectRedis } from "../../../src/store/redis/connection.js";
 import { redisForFile } from "../../support/redis-servers.js";
@@ -72,6 +73,20 @@ describe("RespWriter against a real redis-server", () => {
     }
   });
 
+  it("sends commands already encoded as they are, and rejects with Redis's error reply", async () => {
+    await shared.client.flushAll();
+    await shared.client.set("w:string", "x");
+    await withWriter(shared.server.url, async (writer) => {
+      await writer.writeEncoded({ text: encodeCommands([["SADD", "w:enc", "a", "é"], ["HSET", "w:h", "f", "✓"]]), count: 2 });
+      const failed = writer.writeEncoded({ text: encodeCommands([["SADD", "w:enc", "b"], ["SADD", "w:string", "c"]]), count: 2 });
+      await expect(failed).rejects.toThrow(/WRONGTYPE/);
+      await writer.writeEncoded({ text: encodeCommands([["SADD", "w:after", "d"]]), count: 1 });
+    });
+    expect((await shared.client.sMembers("w:enc")).sort()).toEqual(["a", "b", "é"]);
+    expect(await shared.client.hGet("w:h", "f")).toBe("✓");
+    expect(await shared.client.sMembers("w:after")).toEqual(["d"]);
+  });
+
   it("fails, rather than hangs, when Redis is not there", async () => {
     const gone = new RespWriter({ host: "127.0.0.1", port: 1, username: "", password: "", db: 0 }, CONNECT_TIMEOUT_MS);
     await expect(gone.write([["SET", "k", "v"]])).rejects.toThrow();
@@ -96,5 +111,14 @@ describe.each([
     }
     const sizes = await Promise.all(Array.from({ length: 7 }, (_, k) => shared.client.sCard(`w:big:${k}`)));
     expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(400_000);
+  });
+
+  it("takes encoded windows only with a writer of its own", async () => {
+    const redis = await connectRedis({ url: shared.server.url }, own);
+    try {
+      expect(redis.writeEncoded === null).toBe(own === undefined);
+    } finally {
+      await redis.close();
+    }
   });
 });
