@@ -1,4 +1,4 @@
-import type { ServerHttp2Stream } from "node:http2";
+import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { API_KEY_HEADER, type AdmittingGate } from "../../auth/request-gate.js";
 import { parseQuery } from "../../rest/codec.js";
 import { answerRoute, REST_CONTENT_TYPE, restRouteAt, type RelationServiceCalls, type RestAnswer } from "../../rest/facade.js";
@@ -63,17 +63,17 @@ export function createRestH2cHandler({ service, gate, log, observe }: RestH2cOpt
   };
 }
 
-/** Writes `answer` with the headers Fastify would send (Node adds the date); false when the stream is gone. */
+/**
+ * Writes `answer` with the headers Fastify would send (Node adds the date); false when the stream is
+ * gone. The headers are one literal, then the answer's own added (as in protocol-grpc/, a spread
+ * made an object that Node's respond() reads several µs slower).
+ */
 function respond(stream: ServerHttp2Stream, answer: RestAnswer, requestId: string): boolean {
   if (stream.destroyed || stream.closed) return false;
   const body = Buffer.from(answer.body, "utf8");
-  stream.respond({
-    ":status": answer.status,
-    [REQUEST_ID_HEADER]: requestId,
-    ...answer.headers,
-    "content-type": REST_CONTENT_TYPE,
-    "content-length": body.length,
-  });
+  const headers: OutgoingHttpHeaders = { ":status": answer.status, [REQUEST_ID_HEADER]: requestId, "content-type": REST_CONTENT_TYPE, "content-length": body.length };
+  for (const name in answer.headers) headers[name] = answer.headers[name];
+  stream.respond(headers);
   stream.end(body);
   return true;
 }
