@@ -321,7 +321,7 @@ const REST_CASES: RestCase[] = [
   },
   {
     name: "X-Request-Id: accepted, absent, or unacceptable (a fresh one is made)",
-    requests: () => [
+    requests: (): RestRequest[] => [
       { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY, "x-request-id": "client-chosen-id.1" } },
       { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY } },
       { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY, "x-request-id": "has space" } },
