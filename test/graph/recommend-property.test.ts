@@ -46,10 +46,10 @@ const specArbitrary: fc.Arbitrary<Spec> = fc.integer({ min: 3, max: 24 }).chain(
   const asset = fc.tuple(user, fc.integer({ min: 0, max: 5 }));
   return fc.record({
     users: fc.constant(users),
-    friends: fc.array(pair, { maxLength: 60 }),
-    follows: fc.array(pair, { maxLength: 60 }),
-    interactions: fc.array(asset, { maxLength: 30 }),
-    nfts: fc.array(asset, { maxLength: 30 }),
+    friends: fc.array(pair, { maxLength: 60, size: "max" }),
+    follows: fc.array(pair, { maxLength: 60, size: "max" }),
+    interactions: fc.array(asset, { maxLength: 30, size: "max" }),
+    nfts: fc.array(asset, { maxLength: 30, size: "max" }),
     hub: fc.boolean(),
     limits: fc.record({
       maxResults: fc.integer({ min: 1, max: 15 }),
