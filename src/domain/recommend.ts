@@ -1,4 +1,5 @@
 import type { UserId } from "./model.js";
+import { radixSort, RadixScratch } from "./radix-sort.js";
 
 /** The five recommendation signals of the spec, in the order descriptions name them. */
 export const SIGNALS = ["mutualFriends", "sharedContracts", "sharedNfts", "sharedFollowings", "sharedFollowers"] as const;
@@ -119,14 +120,15 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   // Contenders by descending score, in slot order within a score: a radix sort of (best - score),
   // which is below 2^31, a byte at a time and stable. A native sort of the keys cost several times
   // as much (it compares, and every call pays its setup).
-  let order = scratch.order;
-  let keys = scratch.sortKeys;
+  const sorter = scratch.sorter;
+  sorter.reserve(kept);
   for (let slot = 0, at = 0; slot < candidates; slot++) {
     if (scores[slot]! < cutoff) continue;
-    order[at] = slot;
-    keys[at++] = best - scores[slot]!;
+    sorter.order[at] = slot;
+    sorter.keys[at++] = best - scores[slot]!;
   }
-  [order, keys] = radixSort(order, keys, scratch.orderSwap, scratch.sortKeysSwap, kept, scratch.digits);
+  radixSort(sorter, kept);
+  const order = sorter.order;
   // Each run of equal score in ascending id order, a canonical order. Most runs are one or a few
   // candidates: their slots are put in order of their ids where they are. A long run (around a
   // popular set) sorts its ids natively, and finds their slots again through the table.
@@ -179,12 +181,8 @@ class TallyScratch {
   readonly scores: Float64Array;
   /** The selection's copy of the scores. */
   readonly keys: Float64Array;
-  /** The contenders' slots, best first, and their sort keys; each with a second array for the radix sort. */
-  readonly order: Int32Array;
-  readonly orderSwap: Int32Array;
-  readonly sortKeys: Uint32Array;
-  readonly sortKeysSwap: Uint32Array;
-  readonly digits = new Int32Array(RADIX);
+  /** Sorts the contenders' slots, best first. */
+  readonly sorter = new RadixScratch();
   /** The ids of a long run of ties, to sort. */
   readonly ordered: Float64Array;
 
@@ -194,10 +192,6 @@ class TallyScratch {
     this.counts = new Int32Array(capacity * SIGNALS.length);
     this.scores = new Float64Array(capacity);
     this.keys = new Float64Array(capacity);
-    this.order = new Int32Array(capacity);
-    this.orderSwap = new Int32Array(capacity);
-    this.sortKeys = new Uint32Array(capacity);
-    this.sortKeysSwap = new Uint32Array(capacity);
     this.ordered = new Float64Array(capacity);
   }
 
@@ -224,44 +218,6 @@ const MAX_SCORE = 2 ** 31 - 1;
 
 /** Runs of tied contenders up to this long are put in id order in place; longer ones are sorted natively. */
 const SHORT_RUN = 16;
-
-/** Buckets of one radix pass: a byte. */
-const RADIX = 256;
-
-/**
- * Sorts the first `length` of `order` by ascending `keys`, stably, by a least-significant-byte radix
- * sort that moves both between them and `orderSwap` / `keysSwap`. Returns the pair that holds the
- * result (it may be either). A pass whose byte is the same for every key is skipped.
- */
-function radixSort(
-  order: Int32Array,
-  keys: Uint32Array,
-  orderSwap: Int32Array,
-  keysSwap: Uint32Array,
-  length: number,
-  digits: Int32Array,
-): [Int32Array, Uint32Array] {
-  if (length < 2) return [order, keys];
-  for (let shift = 0; shift < 32; shift += 8) {
-    digits.fill(0);
-    for (let i = 0; i < length; i++) digits[(keys[i]! >>> shift) & (RADIX - 1)]!++;
-    if (digits[(keys[0]! >>> shift) & (RADIX - 1)] === length) continue;
-    for (let digit = 0, total = 0; digit < RADIX; digit++) {
-      const count = digits[digit]!;
-      digits[digit] = total;
-      total += count;
-    }
-    for (let i = 0; i < length; i++) {
-      const key = keys[i]!;
-      const to = digits[(key >>> shift) & (RADIX - 1)]!++;
-      keysSwap[to] = key;
-      orderSwap[to] = order[i]!;
-    }
-    [order, orderSwap] = [orderSwap, order];
-    [keys, keysSwap] = [keysSwap, keys];
-  }
-  return [order, keys];
-}
 
 /**
  * The k-th largest of `values` (1-based), by quickselect: linear on average, and it reorders
