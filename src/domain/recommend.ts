@@ -1,4 +1,5 @@
 import type { UserId } from "./model.js";
+import { radixSort, RadixScratch } from "./radix-sort.js";
 
 /** The five recommendation signals of the spec, in the order descriptions name them. */
 export const SIGNALS = ["mutualFriends", "sharedContracts", "sharedNfts", "sharedFollowings", "sharedFollowers"] as const;
@@ -116,32 +117,44 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
   let kept = 0;
   for (let slot = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) kept++;
 
-  // Contenders by descending score: one native sort of keys that pack (best - score, slot), since
-  // scores stay below 2^31 and slots below 2^22, exactly within a double.
-  const bySlot = scratch.keys.subarray(0, kept);
-  for (let slot = 0, at = 0; slot < candidates; slot++) if (scores[slot]! >= cutoff) bySlot[at++] = slot;
-  if (candidates - 1 <= MAX_KEYED_SLOT) {
-    for (let i = 0; i < kept; i++) bySlot[i] = (best - scores[bySlot[i]!]!) * (MAX_KEYED_SLOT + 1) + bySlot[i]!;
-    bySlot.sort();
-    for (let i = 0; i < kept; i++) bySlot[i] = bySlot[i]! % (MAX_KEYED_SLOT + 1);
-  } else {
-    bySlot.sort((a, b) => scores[b]! - scores[a]!);
+  // Contenders by descending score, in slot order within a score: a radix sort of (best - score),
+  // which is below 2^31, a byte at a time and stable. A native sort of the keys cost several times
+  // as much (it compares, and every call pays its setup).
+  const sorter = scratch.sorter;
+  sorter.reserve(kept);
+  for (let slot = 0, at = 0; slot < candidates; slot++) {
+    if (scores[slot]! < cutoff) continue;
+    sorter.order[at] = slot;
+    sorter.keys[at++] = best - scores[slot]!;
   }
-  // Each run of equal score in ascending id order, a canonical order that needs no lookup: the ids
-  // are sorted natively, and their slots found again through the table.
-  const ordered = scratch.ordered.subarray(0, kept);
-  for (let i = 0; i < kept; i++) ordered[i] = ids[bySlot[i]!]!;
+  radixSort(sorter, kept);
+  const order = sorter.order;
+  // Each run of equal score in ascending id order, a canonical order. Most runs are one or a few
+  // candidates: their slots are put in order of their ids where they are. A long run (around a
+  // popular set) sorts its ids natively, and finds their slots again through the table.
   const ranking = new Uint32Array(kept * RANKED_WORDS);
   for (let start = 0; start < kept; ) {
-    const score = scores[bySlot[start]!]!;
+    const score = scores[order[start]!]!;
     let end = start + 1;
-    while (end < kept && scores[bySlot[end]!] === score) end++;
-    // Weighted scores rarely tie: a run of one needs neither the sort nor the lookup.
-    const run = end - start === 1 ? ordered.subarray(start, end) : ordered.subarray(start, end).sort();
-    for (let i = 0; i < run.length; i++) {
-      const id = run[i]!;
-      const slot = run.length === 1 ? bySlot[start]! : slots.slotOf(id);
-      const at = (start + i) * RANKED_WORDS;
+    while (end < kept && scores[order[end]!] === score) end++;
+    if (end - start > SHORT_RUN) {
+      const run = scratch.ordered.subarray(0, end - start);
+      for (let i = start; i < end; i++) run[i - start] = ids[order[i]!]!;
+      run.sort();
+      for (let i = start; i < end; i++) order[i] = slots.slotOf(run[i - start]!);
+    } else {
+      for (let i = start + 1; i < end; i++) {
+        const slot = order[i]!;
+        const id = ids[slot]!;
+        let j = i - 1;
+        for (; j >= start && ids[order[j]!]! > id; j--) order[j + 1] = order[j]!;
+        order[j + 1] = slot;
+      }
+    }
+    for (let i = start; i < end; i++) {
+      const slot = order[i]!;
+      const id = ids[slot]!;
+      const at = i * RANKED_WORDS;
       ranking[at] = Math.floor(id / 2 ** 32);
       ranking[at + 1] = id % 2 ** 32;
       ranking[at + 2] = score;
@@ -154,10 +167,10 @@ export function tallyContenders(excluded: ArrayLike<UserId>, sets: SignalSets, m
 
 /**
  * tallyContenders' working arrays, kept for the next call and grown (to a power of two) when a call
- * has more occurrences than any before: the slot table, and per candidate its id, counts and score,
- * and two arrays of sort keys. Nothing in them is read before the call writes it. Past
- * KEPT_OCCURRENCES (only with the bounds lifted, as the evaluation does) they are made for the one
- * call and not kept.
+ * has more occurrences than any before: the slot table, per candidate its id, counts and score, and
+ * the arrays of the selection and the sorts. Nothing in them is read before the call writes it.
+ * Past KEPT_OCCURRENCES (only with the bounds lifted, as the evaluation does) they are made for the
+ * one call and not kept.
  */
 class TallyScratch {
   private static current: TallyScratch | null = null;
@@ -166,8 +179,11 @@ class TallyScratch {
   readonly ids: Float64Array;
   readonly counts: Int32Array;
   readonly scores: Float64Array;
-  /** The selection's copy of the scores, then the sort keys. */
+  /** The selection's copy of the scores. */
   readonly keys: Float64Array;
+  /** Sorts the contenders' slots, best first. */
+  readonly sorter = new RadixScratch();
+  /** The ids of a long run of ties, to sort. */
   readonly ordered: Float64Array;
 
   private constructor(readonly capacity: number) {
@@ -192,16 +208,16 @@ class TallyScratch {
 }
 
 /**
- * The most occurrences whose scratch arrays are kept between calls (about 10 MB): more than a served
+ * The most occurrences whose scratch arrays are kept between calls (about 35 MB): more than a served
  * call reads (5 signals × the member budget, and the user's own friends).
  */
 const KEPT_OCCURRENCES = 2 ** 17;
 
-/** Scores are capped here, far above any real one, so that the sort keys of tallyContenders stay exact. */
+/** Scores are capped here, far above any real one, so that the sort keys of tallyContenders fit 32 bits. */
 const MAX_SCORE = 2 ** 31 - 1;
 
-/** The largest slot a sort key of tallyContenders can pack. */
-const MAX_KEYED_SLOT = 2 ** 22 - 1;
+/** Runs of tied contenders up to this long are put in id order in place; longer ones are sorted natively. */
+const SHORT_RUN = 16;
 
 /**
  * The k-th largest of `values` (1-based), by quickselect: linear on average, and it reorders

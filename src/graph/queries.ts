@@ -3,6 +3,7 @@ import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, RateLimitedError, UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { AssetKind, Identity, UserId, UserRecord, UserSetKind } from "../domain/model.js";
+import { radixSort, RadixScratch } from "../domain/radix-sort.js";
 import { describeCandidate, kthLargest, Ranking, tallyContenders } from "../domain/recommend.js";
 import { PagingStateFullError, type GraphStore } from "../store/store.js";
 
@@ -382,28 +383,33 @@ function withinBudget<T extends string | number>(items: readonly T[], sizes: rea
   };
   const expandable: number[] = [];
   for (let i = 0; i < items.length; i++) if (sizes[i]! > 0 && sizes[i]! <= maxSet) expandable.push(i);
-  // UserIds below 2^32 with sets below 2^21 sort as one packed number each (size, then id),
-  // natively: a comparator over a hub's thousands of neighbours cost more than the rest of the choice.
-  // The keys are made in a plain loop that gives up at the first item that cannot be packed:
-  // Float64Array.from with a mapping function, after a check by every(), cost twice as much.
-  if (maxSet < 2 ** 21) {
-    const keys = new Float64Array(expandable.length);
-    let packed = 0;
-    for (; packed < expandable.length; packed++) {
-      const item = items[expandable[packed]!]!;
-      if (typeof item !== "number" || item >= 2 ** 32) break;
-      keys[packed] = sizes[expandable[packed]!]! * 2 ** 32 + item;
-    }
-    if (packed === expandable.length) {
-      keys.sort();
-      for (let i = 0; i < keys.length; i++) if (!take((keys[i]! % 2 ** 32) as T, Math.floor(keys[i]! / 2 ** 32))) break;
-      return chosen;
-    }
+  // UserIds and set sizes below 2^32 are sorted by a radix sort, by id and then, stably, by size: a
+  // comparator over a hub's thousands of neighbours cost more than the rest of the choice, and a
+  // native sort of packed (size, id) numbers still most of it. The sort needs no await, so one set
+  // of working arrays serves every call.
+  const sorter = BUDGET_SORTER;
+  sorter.reserve(expandable.length);
+  let radix = 0;
+  for (; radix < expandable.length; radix++) {
+    const item = items[expandable[radix]!]!;
+    if (typeof item !== "number" || item >= 2 ** 32 || sizes[expandable[radix]!]! >= 2 ** 32) break;
+    sorter.order[radix] = expandable[radix]!;
+    sorter.keys[radix] = item;
+  }
+  if (radix === expandable.length) {
+    radixSort(sorter, expandable.length);
+    for (let i = 0; i < expandable.length; i++) sorter.keys[i] = sizes[sorter.order[i]!]!;
+    radixSort(sorter, expandable.length);
+    for (let i = 0; i < expandable.length; i++) if (!take(items[sorter.order[i]!]!, sizes[sorter.order[i]!]!)) break;
+    return chosen;
   }
   expandable.sort((a, b) => sizes[a]! - sizes[b]! || (items[a]! < items[b]! ? -1 : items[a]! > items[b]! ? 1 : 0));
   for (const i of expandable) if (!take(items[i]!, sizes[i]!)) break;
   return chosen;
 }
+
+/** withinBudget's working arrays. */
+const BUDGET_SORTER = new RadixScratch();
 
 /**
  * At most `cap` of `items`: all of them when they fit, else the `cap` with the smallest hash. The
