@@ -5,7 +5,7 @@ import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import type { SiweVerifier } from "./auth/siwe.js";
 import { keyNodeRoutes } from "./crypto/key-node.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
-import { restFacade } from "./rest/facade.js";
+import { REST_ANSWER_HEADERS, restFacade } from "./rest/facade.js";
 import type { AdmittingGate } from "./auth/request-gate.js";
 import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
 import { ADMITTED, createApiKeyInterceptor, createDeadlineInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
@@ -65,6 +65,7 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   const routes = collectRoutes(app);
 
   app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
+    if (request.url.startsWith("/api/v1/")) reply.headers(REST_ANSWER_HEADERS);
     // Fastify's own 4xx (a malformed URL, an oversized body) are the client's fault; all else is ours.
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ code: "11600", desc: "malformed request", data: null });

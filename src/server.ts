@@ -1,10 +1,12 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
 import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
 import { redactUrlsDeep } from "./config/redact.js";
 import { installFastPaths, type FastClaims } from "./fast/index.js";
+import { InvalidArgumentError } from "./domain/errors.js";
 import { parseQuery } from "./rest/codec.js";
+import { refusal, REST_CONTENT_TYPE } from "./rest/facade.js";
 import { answerClientError } from "./transport/client-errors.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
 import { createOnePortServer, type SlowClientLimits, type OnePortHandler } from "./transport/one-port.js";
@@ -68,6 +70,12 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     genReqId: (req) => requestIdOf(req.headers),
     // Fastify's default parser, named: the REST fast path over h2c parses with the same function.
     routerOptions: { querystringParser: parseQuery },
+    // What Fastify's router refuses before any route or hook (a malformed percent-encoding in the
+    // path) is answered in the envelope too, with its request id: Fastify's own JSON named neither.
+    frameworkErrors: (_err, request, reply) => {
+      const answer = refusal(new InvalidArgumentError("the request's URL is malformed"));
+      (reply as FastifyReply).code(answer.status).headers(answer.headers).header(REQUEST_ID_HEADER, request.id).type(REST_CONTENT_TYPE).send(answer.body);
+    },
   });
   // Hooks that every request passes through take a callback, not a promise: an async hook costs
   // each request a promise and a turn of the microtask queue, per hook (the REST path had five).

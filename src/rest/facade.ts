@@ -83,13 +83,20 @@ export interface RestFacadeOptions {
 export const REST_CONTENT_TYPE = "application/json; charset=utf-8";
 
 /**
+ * Headers of every /api/v1/ answer. No shared cache (a CDN, a corporate proxy) may keep one: it would
+ * answer the next asker without checking their ApiKey, and go on showing a user after their erasure
+ * or a relation after its release was withdrawn.
+ */
+export const REST_ANSWER_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "cache-control": "no-store" });
+
+/**
  * One REST answer, whoever writes it: Fastify (restFacade below) or the h2c fast path
  * (fast/protocol-rest/), so that both send the same status, headers and bytes.
  */
 export interface RestAnswer {
   status: number;
-  /** Headers besides content-type, content-length and X-Request-Id: RateLimit-*, Retry-After. */
-  headers: Record<string, string>;
+  /** Headers besides content-type, content-length and X-Request-Id: REST_ANSWER_HEADERS, RateLimit-*, Retry-After. */
+  headers: Readonly<Record<string, string>>;
   /** The envelope as JSON text. */
   body: string;
 }
@@ -106,11 +113,11 @@ export async function answerRoute(
   query: Query,
   log: ErrorLogger,
 ): Promise<RestAnswer> {
-  let headers: Record<string, string> = {};
+  let headers: Readonly<Record<string, string>> = REST_ANSWER_HEADERS;
   try {
     const { rateLimit } = await gate.admit(apiKey);
     // A key's budget is told on every answer once it is admitted, refusals of the query included.
-    if (rateLimit) headers = rateLimitHeaders(rateLimit);
+    if (rateLimit) headers = { ...REST_ANSWER_HEADERS, ...rateLimitHeaders(rateLimit) };
     const json = toContractJson(route.response, await route.call(service, query));
     return { status: 200, headers, body: JSON.stringify({ code: "0", desc: "success", ...json }) };
   } catch (err) {
@@ -119,7 +126,7 @@ export async function answerRoute(
 }
 
 /** The error envelope of `err` (toPublicError logs what is not the client's doing), with a rate-limited key's headers. */
-export function refusal(err: unknown, log?: ErrorLogger, headers: Record<string, string> = {}): RestAnswer {
+export function refusal(err: unknown, log?: ErrorLogger, headers: Readonly<Record<string, string>> = REST_ANSWER_HEADERS): RestAnswer {
   const failure = toPublicError(err, log);
   if (err instanceof RateLimitedError) {
     headers = { ...headers, "retry-after": String(err.retryAfterSeconds), ...(err.rateLimit ? rateLimitHeaders(err.rateLimit) : {}) };
@@ -169,7 +176,7 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
         return send(reply, refusal(err, request.log));
       }
       const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
-      return send(reply, { status: 404, headers: {}, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) });
+      return send(reply, { status: 404, headers: REST_ANSWER_HEADERS, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) });
     },
   });
 }
