@@ -225,9 +225,21 @@ async function signedByContract(url: string, message: string, sig: string, siwe:
   } catch (error) {
     throw new UpstreamUnavailableError(
       "the Ethereum RPC endpoint used to verify contract-wallet signatures is unavailable",
-      { cause: error },
+      { cause: upstreamFailure(error) },
     );
   } finally {
     provider.destroy();
   }
+}
+
+/**
+ * What an operator needs of a failed JSON-RPC call (ethers' error code and short message), without
+ * the rest: ethers' error carries the request it failed on, and an eth_call's data holds the user's
+ * signature, which is logged with the cause of a 50300.
+ */
+function upstreamFailure(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error("unknown failure");
+  const { code, shortMessage } = error as Error & { code?: unknown; shortMessage?: unknown };
+  const summary = typeof shortMessage === "string" ? shortMessage : error.name;
+  return new Error(typeof code === "string" ? `${code}: ${summary}` : summary);
 }

@@ -217,3 +217,43 @@ describe("EIP-1271 is asked only of addresses that hold code (issue 15, item 9)"
   });
 });
 
+
+describe("a failed EIP-1271 call keeps the signature out of what is logged", () => {
+  let rpcUrl: string;
+  let stub: ReturnType<typeof createHttpServer>;
+  beforeAll(async () => {
+    // Every address holds code, and every eth_call fails as an overloaded node's would.
+    stub = createHttpServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        const { id, method } = JSON.parse(body) as { id: number; method: string };
+        if (method === "eth_call") return res.writeHead(503).end("overloaded");
+        const result = method === "eth_chainId" ? `0x${CHAIN_ID.toString(16)}` : "0x6080";
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
+      });
+    });
+    await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
+    rpcUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+  });
+  afterAll(() => stub?.close());
+
+  it("reports 50300 with a cause that names the failure but holds no part of the request", async () => {
+    const verifier = createSiweVerifier({ domains: [], maxAgeSeconds: 3600, ethRpcUrl: rpcUrl });
+    // A contract account's address, and a signature its owner (not the address) made: EIP-1271 is asked.
+    const account = Wallet.createRandom();
+    const message = siweMessage(account.address);
+    const sig = await Wallet.createRandom().signMessage(message);
+    const failure = await verifier.verify({ sig, message, statement: PROFILE_STATEMENT }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(UpstreamUnavailableError);
+    const cause = (failure as Error).cause as Error;
+    // Whatever a logger would print of the error and its cause: no r, s or v of the signature.
+    const printed = JSON.stringify({ message: (failure as Error).message, cause: { ...cause, message: cause.message, stack: cause.stack } });
+    expect(printed).not.toContain(sig.slice(2, 66).toLowerCase());
+    expect(printed).not.toContain("isValidSignature");
+    expect(cause.message).toMatch(/^SERVER_ERROR: /);
+  });
+});
