@@ -70,6 +70,25 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * A JSON-RPC endpoint on loopback for the chain CHAIN_ID: `answer` gives each method's result, or null
+ * to fail the call with HTTP 503, as a node that is down or overloaded does.
+ */
+async function startRpcStub(answer: (method: string) => string | null): Promise<{ url: string; close(): void }> {
+  const stub = createHttpServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const { id, method } = JSON.parse(body) as { id: number; method: string };
+      const result = method === "eth_chainId" ? `0x${CHAIN_ID.toString(16)}` : answer(method);
+      if (result === null) return res.writeHead(503).end("unavailable");
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
+    });
+  });
+  await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, close: () => stub.close() };
+}
+
 function siweMessage(address: string, fields: { chainId?: number; issuedAt?: string; expirationTime?: string } = {}) {
   return new SiweMessage({
     domain: "app.example.com",
@@ -177,24 +196,17 @@ describe("createSiweVerifier with EIP-1271 contract wallets on a local ganache c
 
 describe("EIP-1271 is asked only of addresses that hold code (issue 15, item 9)", () => {
   let rpcUrl: string;
-  let stub: ReturnType<typeof createHttpServer>;
+  let stub: { close(): void } | undefined;
   let calls: string[] = [];
   let down = false;
   beforeAll(async () => {
-    // A JSON-RPC endpoint on which every address is an EOA, that can be taken down.
-    stub = createHttpServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-      req.on("end", () => {
-        const { id, method } = JSON.parse(body) as { id: number; method: string };
-        calls.push(method);
-        if (down) return res.writeHead(503).end("down");
-        const result = method === "eth_chainId" ? `0x${CHAIN_ID.toString(16)}` : method === "eth_getCode" ? "0x" : "0x";
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
-      });
+    // Every address is an EOA, and the endpoint can be taken down.
+    const started = await startRpcStub((method) => {
+      calls.push(method);
+      return down ? null : "0x";
     });
-    await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
-    rpcUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+    stub = started;
+    rpcUrl = started.url;
   });
   afterAll(() => stub?.close());
 
@@ -220,21 +232,12 @@ describe("EIP-1271 is asked only of addresses that hold code (issue 15, item 9)"
 
 describe("a failed EIP-1271 call keeps the signature out of what is logged", () => {
   let rpcUrl: string;
-  let stub: ReturnType<typeof createHttpServer>;
+  let stub: { close(): void } | undefined;
   beforeAll(async () => {
     // Every address holds code, and every eth_call fails as an overloaded node's would.
-    stub = createHttpServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-      req.on("end", () => {
-        const { id, method } = JSON.parse(body) as { id: number; method: string };
-        if (method === "eth_call") return res.writeHead(503).end("overloaded");
-        const result = method === "eth_chainId" ? `0x${CHAIN_ID.toString(16)}` : "0x6080";
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
-      });
-    });
-    await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
-    rpcUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+    const started = await startRpcStub((method) => (method === "eth_call" ? null : "0x6080"));
+    stub = started;
+    rpcUrl = started.url;
   });
   afterAll(() => stub?.close());
 
