@@ -137,7 +137,11 @@ export class BulkStrings {
   }
 }
 
-/** A RESP bulk string: `$`, the text's length in UTF-8 bytes, the text. */
+/**
+ * A RESP bulk string: `$`, the text's length in UTF-8 bytes, the text. The form fast/resp/encoder.ts
+ * writes too; the store may not import fast/ (test/layout.test.ts), so test/store/grouped-commands.test.ts
+ * holds the two to the same bytes.
+ */
 function bulkString(text: string): string {
   return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
 }
