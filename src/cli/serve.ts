@@ -4,7 +4,7 @@ import { loadDemoDataset } from "../ingest/demo.js";
 import { IngestValidationError, ingestFiles } from "../ingest/ingest.js";
 import { createRelgraph } from "../relgraph.js";
 import { closeOnSignals } from "../server.js";
-import { storeConnections } from "../fast/index.js";
+import { storeConnections } from "../fast/store-connections.js";
 import { createStore } from "../store/index.js";
 
 const HELP = `Usage: relgraph serve [--port P] [--data FILE.jsonl ...]

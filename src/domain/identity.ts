@@ -1,4 +1,6 @@
-import { getAddress } from "ethers";
+// The subpath, not "ethers": the whole library is ~450 modules and half a second of every
+// command's start-up (ingest, follow), where only the checksum is needed.
+import { getAddress } from "ethers/address";
 
 /** The query parameter (and proto JSON field) that names each identity kind, for requests and error messages. */
 export const IDENTITY_PARAM = { address: "address", social: "socialUsername", game: "gameId" } as const;

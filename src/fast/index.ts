@@ -9,20 +9,18 @@
  * - protocol-grpc/, protocol-connect/: unary gRPC and Connect POSTs served below Fastify;
  * - protocol-rest/: REST GETs over h2c served off the HTTP/2 stream, with the REST facade's own code;
  * - protobuf/: binary encoding and UTF-8 without protobuf-es's generic machinery;
- * - resp/: RESP2 connections of its own for the redis engine's id-set reads and bulk writes.
+ * - resp/: RESP2 connections of its own for the redis engine's id-set reads and bulk writes, which
+ *   store-connections.ts hands out without loading the protocol paths (ingest and follow serve no RPC).
  */
 
 import type { DescService } from "@bufbuild/protobuf";
 import type { AdmittingGate } from "../auth/request-gate.js";
 import type { RelationServiceCalls } from "../rest/facade.js";
-import type { OwnConnections } from "../store/redis/own-connections.js";
 import type { Http2StreamClaim, RequestClaim } from "../transport/one-port.js";
 import { createConnectUnaryHandler } from "./protocol-connect/unary-handler.js";
 import { createGrpcUnaryHandler } from "./protocol-grpc/unary-handler.js";
 import { createRestH2cHandler } from "./protocol-rest/h2c-handler.js";
 import { useFastUtf8Encoding } from "./protobuf/text-encoding.js";
-import { respIdSetReader } from "./resp/id-set-reader.js";
-import { respWriter } from "./resp/writer.js";
 import { createUnaryCaller, type UnaryCallerOptions } from "./unary-call.js";
 
 /** What the one-port server offers each request before Fastify (transport/one-port.ts). */
@@ -55,10 +53,4 @@ export function installFastPaths(options: FastPathOptions): FastClaims {
   };
 }
 
-/** The speed layer's own connections for the redis engine: a RESP reader of id sets and a bulk writer. */
-export const respConnections: OwnConnections = { idSetReader: respIdSetReader, bulkWriter: respWriter };
-
-/** What a composition root hands the store (store/index.ts's ownConnections): the speed layer's connections, unless FAST_PATHS=off. */
-export function storeConnections(config: { fastPaths: boolean }): OwnConnections | undefined {
-  return config.fastPaths ? respConnections : undefined;
-}
+export { respConnections, storeConnections } from "./store-connections.js";

@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "../config/config.js";
 import type { CliIo } from "../ingest/cli.js";
-import { storeConnections } from "../fast/index.js";
+import { storeConnections } from "../fast/store-connections.js";
 import { createStore, engineName } from "../store/index.js";
 import { createFeedMetrics } from "../metrics/metrics.js";
 import { createFeedConsumer, type FeedConsumer, type FeedProgress } from "./consumer.js";

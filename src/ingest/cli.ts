@@ -3,10 +3,9 @@ import { createWriteStream } from "node:fs";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.js";
-import { storeConnections } from "../fast/index.js";
+import { storeConnections } from "../fast/store-connections.js";
 import { createStore } from "../store/index.js";
 import { DEMO_DATASET } from "./demo.js";
-import { generateJsonLines } from "./generate.js";
 import { STDIN, ingestFiles, type IngestProgress } from "./ingest.js";
 import { IngestValidationError } from "./validate.js";
 
@@ -159,6 +158,9 @@ export async function runGenerate(argv: string[], io: CliIo): Promise<number> {
   for (const [flag, value] of Object.entries(numbers)) {
     if (value !== undefined && !/^\d+(\.\d+)?$/.test(value)) return usage(io, "generate", `--${flag} must be a number, got "${value}"`);
   }
+  // Loaded here, not with the module: it brings ethers (the demo wallets' addresses), which
+  // `relgraph ingest` would otherwise load for nothing at every start.
+  const { generateJsonLines } = await import("./generate.js");
   let lines: Iterable<string>;
   try {
     lines = generateJsonLines({

@@ -1,4 +1,4 @@
-import { generateRecords, type GenerateOptions } from "./generate.js";
+import type { GenerateOptions } from "./generate.js";
 import { ingestRecords, type IngestOptions, type IngestResult, type IngestTarget } from "./ingest.js";
 
 /**
@@ -12,6 +12,9 @@ export const DEMO_DATASET: Readonly<GenerateOptions> = Object.freeze({ users: 30
  * Loads the demo dataset into a store, generating it in memory (no JSON round trip); used by
  * `relgraph serve` when the embedded store gets no --data files.
  */
-export function loadDemoDataset(store: IngestTarget, options: IngestOptions = {}): Promise<IngestResult> {
+export async function loadDemoDataset(store: IngestTarget, options: IngestOptions = {}): Promise<IngestResult> {
+  // The generator loads ethers (the demo wallets' addresses): only the commands that generate pay
+  // for it, not `relgraph ingest`, which reads DEMO_DATASET for its help text.
+  const { generateRecords } = await import("./generate.js");
   return ingestRecords(store, generateRecords(DEMO_DATASET), { ...options, source: "demo dataset" });
 }
