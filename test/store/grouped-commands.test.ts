@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { encodeCommands } from "../../src/fast/resp/encoder.js";
-import type { EncodedCommands } from "../../src/store/redis/own-connections.js";
-import { BulkStrings, GroupedMembers, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
+import { BulkStrings, GroupedMembers, RespWindow, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
 import { ARGS_PER_COMMAND } from "../../src/store/redis/set-reads.js";
 import { createPrng } from "../../src/ingest/prng.js";
 
@@ -9,7 +8,8 @@ import { createPrng } from "../../src/ingest/prng.js";
 function randomGroup(seed: string, command: GroupedMembersOptions["command"], subjects: number, count: number, shared?: BulkStrings): GroupedMembers {
   const rng = createPrng(seed);
   const members = Array.from({ length: 50 }, (_, i) => (i % 7 === 0 ? `é${i}✓` : String(i)));
-  const values = command === "HSET" ? Array.from({ length: 9 }, (_, i) => (i === 0 ? "" : `v${i} 🛡️`)) : undefined;
+  // Value 8 is longer than the bulk strings copied byte by byte.
+  const values = command === "HSET" ? Array.from({ length: 9 }, (_, i) => (i === 0 ? "" : i === 8 ? `${"long ".repeat(40)}✓` : `v${i} 🛡️`)) : undefined;
   const group = new GroupedMembers({
     command,
     keyOf: (subject) => `k:${subject}`,
@@ -24,9 +24,12 @@ function randomGroup(seed: string, command: GroupedMembersOptions["command"], su
 }
 
 /** encodeInto's whole output, and the counts it yielded. */
-function encodeAll(group: GroupedMembers): { window: EncodedCommands; yielded: number[] } {
-  const window: EncodedCommands = { text: "", count: 0 };
-  return { window, yielded: [...group.encodeInto(window)] };
+function encodeAll(group: GroupedMembers): { text: string; count: number; yielded: number[] } {
+  // A small window, so that encoding grows it many times.
+  const window = new RespWindow(16);
+  const yielded = [...group.encodeInto(window)];
+  const { bytes, count } = window.take();
+  return { text: Buffer.from(bytes).toString("utf8"), count, yielded };
 }
 
 describe("GroupedMembers.encodeInto", () => {
@@ -39,9 +42,9 @@ describe("GroupedMembers.encodeInto", () => {
   ] as const)("encodes %s of %i keys (%i members) as RESP of exactly the commands it makes", (command, subjects, count) => {
     const seed = `${command}:${subjects}:${count}`;
     const commands = [...randomGroup(seed, command, subjects, count).commands()];
-    const { window, yielded } = encodeAll(randomGroup(seed, command, subjects, count));
-    expect(window.text).toBe(encodeCommands(commands));
-    expect(window.count).toBe(commands.length);
+    const { text, count: encoded, yielded } = encodeAll(randomGroup(seed, command, subjects, count));
+    expect(text).toBe(encodeCommands(commands));
+    expect(encoded).toBe(commands.length);
     expect(yielded).toEqual(commands.map((args) => args.length - 2));
     expect(Math.max(...yielded)).toBeLessThanOrEqual(ARGS_PER_COMMAND);
   });
@@ -50,24 +53,26 @@ describe("GroupedMembers.encodeInto", () => {
     const shared = new BulkStrings(Array.from({ length: 50 }, (_, i) => (i % 7 === 0 ? `é${i}✓` : String(i))));
     const groups = [randomGroup("a", "SADD", 20, 900, shared), randomGroup("b", "SREM", 20, 900, shared)];
     const expected = encodeCommands(groups.flatMap((group) => [...group.commands()]));
-    let sent = "";
-    const window: EncodedCommands = { text: "", count: 0 };
+    const taken: Uint8Array[] = [];
+    const window = new RespWindow(64);
     for (const group of groups) {
       for (const args of group.encodeInto(window)) {
         expect(args).toBeGreaterThan(0);
         if (window.count === 3) {
-          sent += window.text;
-          window.text = "";
-          window.count = 0;
+          const { bytes, count } = window.take();
+          expect(count).toBe(3);
+          taken.push(bytes);
         }
       }
     }
-    expect(sent + window.text).toBe(expected);
+    taken.push(window.take().bytes);
+    // Each window's bytes stay as they were taken while the next ones are written.
+    expect(Buffer.concat(taken).toString("utf8")).toBe(expected);
   });
 
   it("encodes nothing for an empty group", () => {
-    const { window, yielded } = encodeAll(randomGroup("empty", "SADD", 5, 0));
-    expect(window).toEqual({ text: "", count: 0 });
+    const { text, count, yielded } = encodeAll(randomGroup("empty", "SADD", 5, 0));
+    expect({ text, count }).toEqual({ text: "", count: 0 });
     expect(yielded).toEqual([]);
   });
 });

@@ -139,16 +139,24 @@ export class RespLink {
     return this.enqueueEncoded(encodeCommands(commands), commands.length, expect);
   }
 
-  /** The same for `count` commands already in RESP form, as one string. */
-  enqueueEncoded(text: string, count: number, expect: Expect): Promise<Reply[]> {
+  /**
+   * The same for `count` commands already in RESP form: as one string, or as bytes (a bulk writer's
+   * window), which go to the socket as they are, after any text enqueued before them.
+   */
+  enqueueEncoded(encoded: string | Uint8Array, count: number, expect: Expect): Promise<Reply[]> {
     if (this.broken) return Promise.reject(new Error("the connection to Redis failed"));
     return new Promise((resolve, reject) => {
       this.waiting.push({ expect, replies: [], remaining: count, resolve, reject });
+      if (typeof encoded !== "string") {
+        this.flush();
+        this.socket.write(encoded);
+        return;
+      }
       // A recommendation sends ten batches, and the requests served in one turn send theirs too: one
       // write (one syscall, one wake-up of Redis) for them all instead of a write per batch, which cost
       // more than parsing their replies.
       if (this.outgoing === "") setImmediate(() => this.flush());
-      this.outgoing += text;
+      this.outgoing += encoded;
     });
   }
 

@@ -30,7 +30,7 @@ export class RespWriter {
   async writeEncoded(commands: EncodedCommands): Promise<void> {
     if (commands.count === 0) return;
     if (this.link === null || this.link.broken) this.link = new RespLink(this.endpoint, this.connectTimeoutMs);
-    await this.link.enqueueEncoded(commands.text, commands.count, "any");
+    await this.link.enqueueEncoded(commands.bytes, commands.count, "any");
   }
 
   /**

@@ -85,12 +85,12 @@ export class GroupedMembers {
   /**
    * The same commands, in the same order and split alike, appended to `window` in RESP form; yields
    * each command's argument count (members, and values for HSET) as it is appended, so that the
-   * caller can send the window when it is full (emptying it in place). The path of a writer that
-   * takes encoded text (BulkWriter.writeEncoded): a member's bulk string is made once however many
-   * keys it goes to, and no argument array is built per command: a fifth less CPU than building the
-   * arrays and encoding them (bench/README.md, "The writer, third pass").
+   * caller can send the window when it is full (RespWindow.take). The path of a writer that takes
+   * encoded bytes (BulkWriter.writeEncoded): a member's bulk string is encoded once however many keys
+   * it goes to and copied from there, and no argument array, string or rope is built per member
+   * (bench/README.md, "The writer, third pass" and "fourth pass").
    */
-  *encodeInto(window: EncodedCommands): Generator<number> {
+  *encodeInto(window: RespWindow): Generator<number> {
     const { subjects, members, valueIndexes, length } = this;
     const { command, keyOf, values } = this.options;
     const memberBulks = this.options.memberBulks ?? new BulkStrings(this.options.members);
@@ -105,13 +105,12 @@ export class GroupedMembers {
       const key = bulkString(keyOf(subject));
       for (let at = start; at < end; ) {
         const stop = Math.min(end, at + ARGS_PER_COMMAND / perMember);
-        let text = `*${2 + (stop - at) * perMember}\r\n${head}${key}`;
+        window.appendText(`*${2 + (stop - at) * perMember}\r\n${head}${key}`);
         for (let k = at; k < stop; k++) {
           const entry = order[k]!;
-          text += memberBulks.at(members[entry]!);
-          if (valueBulks) text += valueBulks.at(valueIndexes[entry]!);
+          memberBulks.appendTo(window, members[entry]!);
+          if (valueBulks) valueBulks.appendTo(window, valueIndexes[entry]!);
         }
-        window.text += text;
         window.count++;
         yield (stop - at) * perMember;
         at = stop;
@@ -121,19 +120,94 @@ export class GroupedMembers {
   }
 }
 
-/** RESP bulk strings of texts by index, each made on first use: a member sent to many keys is encoded once. */
-export class BulkStrings {
-  private readonly bulks: (string | undefined)[];
+/**
+ * RESP commands appended as bytes, for a BulkWriter: take() hands over what is there and starts an
+ * empty window, so the bytes a writer holds are never written again.
+ */
+export class RespWindow {
+  /** The bytes so far: the first `length` of `bytes`. */
+  bytes: Buffer;
+  length = 0;
+  /** Commands so far. */
+  count = 0;
 
-  constructor(private readonly texts: readonly string[]) {
-    this.bulks = new Array<string | undefined>(texts.length).fill(undefined);
+  constructor(private readonly capacity = 1 << 20) {
+    this.bytes = Buffer.allocUnsafe(capacity);
   }
 
-  /** The bulk string of texts[index]. */
-  at(index: number): string {
-    let bulk = this.bulks[index];
-    if (bulk === undefined) bulk = this.bulks[index] = bulkString(this.texts[index]!);
-    return bulk;
+  /** Makes room for `extra` more bytes; returns the (possibly new) buffer to write them to. */
+  reserve(extra: number): Buffer {
+    const needed = this.length + extra;
+    if (needed > this.bytes.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(needed, 2 * this.bytes.length));
+      this.bytes.copy(bigger, 0, 0, this.length);
+      this.bytes = bigger;
+    }
+    return this.bytes;
+  }
+
+  /** Appends a text as UTF-8. */
+  appendText(text: string): void {
+    this.length += this.reserve(3 * text.length).write(text, this.length);
+  }
+
+  /** The commands so far, which the window forgets. */
+  take(): EncodedCommands {
+    const taken = { bytes: this.bytes.subarray(0, this.length), count: this.count };
+    this.bytes = Buffer.allocUnsafe(Math.max(this.capacity, this.length));
+    this.length = 0;
+    this.count = 0;
+    return taken;
+  }
+}
+
+/**
+ * RESP bulk strings of texts by index, each encoded on first use into one pool of bytes and copied
+ * from there: a member sent to many keys is encoded once, and a copy of its few bytes by hand costs
+ * less than any call into the runtime.
+ */
+export class BulkStrings {
+  private pool = Buffer.allocUnsafe(1 << 16);
+  private used = 0;
+  /** Where each text's bulk string starts in the pool, -1 before its first use; and where it ends. */
+  private readonly starts: Int32Array;
+  private readonly ends: Int32Array;
+
+  constructor(private readonly texts: readonly string[]) {
+    this.starts = new Int32Array(texts.length).fill(-1);
+    this.ends = new Int32Array(texts.length);
+  }
+
+  /** Appends the bulk string of texts[index] to the window. */
+  appendTo(window: RespWindow, index: number): void {
+    let from = this.starts[index]!;
+    if (from < 0) from = this.encode(index);
+    const to = this.ends[index]!;
+    const out = window.reserve(to - from);
+    const pool = this.pool;
+    let at = window.length;
+    if (to - from <= 64) {
+      for (let k = from; k < to; k++) out[at++] = pool[k]!;
+    } else {
+      out.set(pool.subarray(from, to), at);
+      at += to - from;
+    }
+    window.length = at;
+  }
+
+  private encode(index: number): number {
+    const bulk = bulkString(this.texts[index]!);
+    const room = 3 * bulk.length;
+    if (this.used + room > this.pool.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.used + room, 2 * this.pool.length));
+      this.pool.copy(bigger, 0, 0, this.used);
+      this.pool = bigger;
+    }
+    const from = this.used;
+    this.used += this.pool.write(bulk, from);
+    this.starts[index] = from;
+    this.ends[index] = this.used;
+    return from;
   }
 }
 

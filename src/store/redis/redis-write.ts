@@ -20,8 +20,7 @@ import {
   userKey,
   userSetKey,
 } from "./keys.js";
-import { BulkStrings, GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
-import type { EncodedCommands } from "./own-connections.js";
+import { BulkStrings, GroupedMembers, KeyedCommands, RespWindow, type GroupedMembersOptions } from "./grouped-commands.js";
 import { chunks, hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
 
 /**
@@ -277,12 +276,10 @@ async function sendGroups(sender: PipelinedSender, groups: readonly GroupedMembe
   };
   const { writeEncoded } = sender.redis;
   if (writeEncoded) {
-    // Encoded as built: the window is emptied in place, as the groups' generators append to it.
-    const window: EncodedCommands = { text: "", count: 0 };
+    // Encoded as built: the window hands its bytes over and starts again, as the groups' generators append to it.
+    const window = new RespWindow();
     const send = async () => {
-      const sending = { text: window.text, count: window.count };
-      window.text = "";
-      window.count = 0;
+      const sending = window.take();
       const batchArgs = args;
       args = 0;
       await sender.sendWith(() => writeEncoded(sending), sent(batchArgs));

@@ -77,14 +77,25 @@ describe("RespWriter against a real redis-server", () => {
     await shared.client.flushAll();
     await shared.client.set("w:string", "x");
     await withWriter(shared.server.url, async (writer) => {
-      await writer.writeEncoded({ text: encodeCommands([["SADD", "w:enc", "a", "é"], ["HSET", "w:h", "f", "✓"]]), count: 2 });
-      const failed = writer.writeEncoded({ text: encodeCommands([["SADD", "w:enc", "b"], ["SADD", "w:string", "c"]]), count: 2 });
+      await writer.writeEncoded({ bytes: Buffer.from(encodeCommands([["SADD", "w:enc", "a", "é"], ["HSET", "w:h", "f", "✓"]])), count: 2 });
+      const failed = writer.writeEncoded({ bytes: Buffer.from(encodeCommands([["SADD", "w:enc", "b"], ["SADD", "w:string", "c"]])), count: 2 });
       await expect(failed).rejects.toThrow(/WRONGTYPE/);
-      await writer.writeEncoded({ text: encodeCommands([["SADD", "w:after", "d"]]), count: 1 });
+      await writer.writeEncoded({ bytes: Buffer.from(encodeCommands([["SADD", "w:after", "d"]])), count: 1 });
     });
     expect((await shared.client.sMembers("w:enc")).sort()).toEqual(["a", "b", "é"]);
     expect(await shared.client.hGet("w:h", "f")).toBe("✓");
     expect(await shared.client.sMembers("w:after")).toEqual(["d"]);
+  });
+
+  it("sends encoded bytes after the commands enqueued before them", async () => {
+    await shared.client.flushAll();
+    await withWriter(shared.server.url, async (writer) => {
+      // Not awaited: the text waits for the next turn, the bytes would go at once if nothing kept the order.
+      const first = writer.write([["RPUSH", "w:order", "1"], ["RPUSH", "w:order", "2"]]);
+      const second = writer.writeEncoded({ bytes: Buffer.from(encodeCommands([["RPUSH", "w:order", "3"]])), count: 1 });
+      await Promise.all([first, second]);
+    });
+    expect(await shared.client.lRange("w:order", 0, -1)).toEqual(["1", "2", "3"]);
   });
 
   it("fails, rather than hangs, when Redis is not there", async () => {
