@@ -163,11 +163,38 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
     try {
       const header = JSON.parse((await broken.redis.send<string>(JOURNAL, ["GET", JOURNAL]))!) as { unit: string };
       const chunk = journalChunkKey(header.unit, 0);
-      const text = await broken.redis.send<string>(chunk, ["GET", chunk]);
-      await broken.redis.send(chunk, ["SET", chunk, text.slice(0, -8)]);
+      const [bytes] = await broken.redis.getBytes([chunk]);
+      await broken.redis.setBytes([[chunk, bytes!.subarray(0, -8)]]);
       const before = await snapshot(broken.url);
       await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/damaged/);
       expect(await snapshot(broken.url)).toEqual(before);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it("completes a journal an earlier relgraph left, its chunks in base64 text", async () => {
+    const whole = `${server.url}/5`;
+    const store = await createRedisStore({ url: whole });
+    const redis = await connectRedis({ url: whole }, fastPaths ? respConnections : undefined);
+    await redis.send(undefined, ["FLUSHDB"]);
+    await writeBatch(redis, await validated(store, SEED));
+    await writeBatch(redis, await validated(store, CHANGES));
+    await Promise.all([store.close(), redis.close()]);
+
+    const broken = await interrupted(6, fastPaths);
+    try {
+      const header = JSON.parse((await broken.redis.send<string>(JOURNAL, ["GET", JOURNAL]))!) as { unit: string; chunks: number; encoding?: string };
+      expect(header.encoding).toBe("bytes");
+      for (let n = 0; n < header.chunks; n++) {
+        const chunk = journalChunkKey(header.unit, n);
+        const [bytes] = await broken.redis.getBytes([chunk]);
+        await broken.redis.send(chunk, ["SET", chunk, bytes!.toString("base64")]);
+      }
+      delete header.encoding;
+      await broken.redis.send(JOURNAL, ["SET", JOURNAL, JSON.stringify(header)]);
+      expect(await completeInterruptedWrite(broken.redis)).toBe(CHANGES.length);
+      expect(await snapshot(broken.url)).toEqual(await snapshot(whole));
     } finally {
       await broken.close();
     }

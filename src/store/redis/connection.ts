@@ -1,4 +1,4 @@
-import { createClient, createCluster } from "redis";
+import { RESP_TYPES, createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
 import { commandIdSetReads, type IdSetReads } from "./id-sets.js";
 import type { BulkWriter, EncodedCommands, OwnConnections } from "./own-connections.js";
@@ -39,6 +39,13 @@ export interface RedisConnection {
   readonly writeEncoded: ((commands: EncodedCommands) => Promise<void>) | null;
   /** GET of many keys in one round trip: MGETs standalone, concurrent GETs (pipelined per node) on a cluster. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
+  /**
+   * SET of values that are bytes rather than text (the write journal's chunks), in one round trip
+   * under the bulk deadline: the bulk writer's own connection when there is one, node-redis otherwise.
+   */
+  setBytes(entries: readonly (readonly [key: string, value: Uint8Array])[]): Promise<void>;
+  /** GET of such values, as bytes. */
+  getBytes(keys: readonly string[]): Promise<(Buffer | null)[]>;
   /** Sizes and members of UserId sets: through node-redis, or a reader of its own when connectRedis was given one. */
   readonly idSets: IdSetReads;
   /** URLs of the nodes that hold data now: the server, or each master of a cluster as last discovered. */
@@ -108,6 +115,15 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
       writeAll: async (commands) => void (await sendAll(commands)),
       writeEncoded: null,
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
+      setBytes: async (entries) => {
+        const sets = entries.map(([key, value]) => breaker.track(["SET"], () => cluster.sendCommand(key, false, ["SET", key, asBuffer(value)])));
+        await withDeadline(Promise.all(sets), BULK_WINDOW_TIMEOUT_MS);
+      },
+      getBytes: (keys) =>
+        withDeadline(
+          Promise.all(keys.map((key) => breaker.track(["GET"], () => cluster.sendCommand<Buffer | null>(key, true, ["GET", key], { typeMapping: BYTES })))),
+          BULK_WINDOW_TIMEOUT_MS,
+        ),
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
       dataNodes: () => cluster.masters.map((master) => `redis://${master.host}:${master.port}`),
@@ -136,6 +152,17 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
     },
+    setBytes: writer
+      ? (entries) => writeWindow(writer, () => writer.writeEncoded(encodeSets(entries)))
+      : async (entries) => {
+          const sets = entries.map(([key, value]) => breaker.track(["SET"], () => client.sendCommand(["SET", key, asBuffer(value)])));
+          await withDeadline(Promise.all(sets), BULK_WINDOW_TIMEOUT_MS);
+        },
+    getBytes: (keys) =>
+      withDeadline(
+        Promise.all(keys.map((key) => breaker.track(["GET"], () => client.sendCommand<Buffer | null>(["GET", key], { typeMapping: BYTES })))),
+        BULK_WINDOW_TIMEOUT_MS,
+      ),
     idSets,
     dataNodes: () => [options.url],
     close: async () => {
@@ -189,6 +216,24 @@ function withStallBreaker(reader: IdSetReads): IdSetReads {
     close: () => reader.close(),
   };
 }
+
+/** node-redis's reply mapping for values read as bytes. */
+const BYTES = { [RESP_TYPES.BLOB_STRING]: Buffer };
+
+function asBuffer(value: Uint8Array): Buffer {
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+}
+
+/** SETs of byte values in RESP, for a BulkWriter: each value is copied once, into the one buffer written. */
+function encodeSets(entries: readonly (readonly [key: string, value: Uint8Array])[]): EncodedCommands {
+  const parts: Uint8Array[] = [];
+  for (const [key, value] of entries) {
+    parts.push(Buffer.from(`*3\r\n$3\r\nSET\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n$${value.byteLength}\r\n`), value, CRLF);
+  }
+  return { bytes: Buffer.concat(parts), count: entries.length };
+}
+
+const CRLF = Buffer.from("\r\n");
 
 /** The one message every Redis failure shows; the driver's error stays in `cause`. */
 export function unavailable(cause: unknown): StoreUnavailableError {

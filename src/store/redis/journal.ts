@@ -32,6 +32,12 @@ interface Header {
   state: "writing" | "committed";
   bytes: number;
   savedAt: string;
+  /**
+   * How chunks hold the unit's bytes: "bytes" as they are; absent in journals of earlier versions,
+   * which kept them as base64 text. Base64 cost a third more bytes, and encoding them, and writing
+   * them as text, was most of the journal's time.
+   */
+  encoding?: "bytes";
 }
 
 interface PartEntry {
@@ -49,15 +55,12 @@ export async function saveJournal(redis: RedisConnection, parts: Map<string, Jou
   const unit = randomUUID();
   const chunks = Math.max(1, Math.ceil(encoded.length / CHUNK_BYTES));
   const header = (state: Header["state"]): string =>
-    JSON.stringify({ unit, chunks, state, bytes: encoded.length, savedAt: new Date().toISOString() } satisfies Header);
+    JSON.stringify({ unit, chunks, state, bytes: encoded.length, savedAt: new Date().toISOString(), encoding: "bytes" } satisfies Header);
   await redis.send(JOURNAL, ["SET", JOURNAL, header("writing")]);
-  const commands: string[][] = [];
-  for (let n = 0; n < chunks; n++) {
-    const chunk = encoded.subarray(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
-    commands.push(["SET", journalChunkKey(unit, n), chunk.toString("base64")]);
-  }
+  const entries: [string, Uint8Array][] = [];
+  for (let n = 0; n < chunks; n++) entries.push([journalChunkKey(unit, n), encoded.subarray(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES)]);
   // A few chunks at a time: each is megabytes.
-  for (let start = 0; start < commands.length; start += 4) await redis.writeAll(commands.slice(start, start + 4));
+  for (let start = 0; start < entries.length; start += 4) await redis.setBytes(entries.slice(start, start + 4));
   await redis.send(JOURNAL, ["SET", JOURNAL, header("committed")]);
   return { parts, clear: () => clearUnit(redis, unit, chunks) };
 }
@@ -75,11 +78,11 @@ export async function loadJournal(redis: RedisConnection): Promise<JournalledUni
     return null;
   }
   const keys = Array.from({ length: header.chunks }, (_, n) => journalChunkKey(header.unit, n));
-  const chunks = await redis.getMany(keys);
+  const chunks = header.encoding === "bytes" ? await redis.getBytes(keys) : (await redis.getMany(keys)).map((text) => (text === null ? null : Buffer.from(text, "base64")));
   if (chunks.some((chunk) => chunk === null)) {
     throw new Error(`the write journal of unit ${header.unit} is incomplete (${chunks.filter((c) => c === null).length} of ${header.chunks} chunks missing)`);
   }
-  const encoded = Buffer.concat(chunks.map((chunk) => Buffer.from(chunk!, "base64")));
+  const encoded = Buffer.concat(chunks as Buffer[]);
   if (encoded.length !== header.bytes) {
     throw new Error(`the write journal of unit ${header.unit} is damaged (${encoded.length} bytes where ${header.bytes} were saved)`);
   }
