@@ -108,6 +108,12 @@ describe("decodeEntry", () => {
     expect(decode([["records", "\n \n"]])).toEqual({ id: "1-0", reason: '"records" holds no record' });
   });
 
+  it("takes a leading byte-order mark as a file's", () => {
+    expect(decode([["records", "\uFEFF{}\r\n{}"]])).toEqual({ id: "1-0", text: "{}\r\n{}", records: 2 });
+    expect(decode([["record", "\uFEFF{}"]])).toEqual({ id: "1-0", text: "{}", records: 1 });
+    expect(decode([["record", "\uFEFF"]])).toEqual({ id: "1-0", reason: '"record" is empty' });
+  });
+
   it("counts non-blank lines", () => {
     expect([countLines(""), countLines("a"), countLines("a\n"), countLines("a\r\n\t\nb"), countLines("\n\n")]).toEqual([0, 1, 1, 2, 0]);
   });

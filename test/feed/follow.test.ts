@@ -163,6 +163,24 @@ describe("relgraph follow on standalone Redis", () => {
     expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
   });
 
+  it("takes entries in the ingestion format as `relgraph ingest` takes a file: a byte-order mark, CRLF, blank lines", async () => {
+    await reset();
+    // `records "$(cat changes.jsonl)"` of a file saved with a BOM and CRLF, which ingest loads.
+    await add(redis, STREAM, { records: `\uFEFF${JSON.stringify(user("u1", [A]))}\r\n${JSON.stringify(user("u2", [B]))}\r\n` });
+    await add(redis, STREAM, { record: `\uFEFF${JSON.stringify({ type: "friend", a: "u1", b: "u2" })}` });
+    await add(redis, STREAM, { records: `\r\n${JSON.stringify(user("u3"))}\r\n\r\n` });
+    await add(redis, STREAM, record({ type: "follow", from: "u2", to: "u1" }));
+    const follower = follow(env, ["--consumer", "c1"]);
+    await drained(redis, STREAM);
+
+    expect(await setOf(store, "friends", "u1")).toEqual(["u2"]);
+    expect(await setOf(store, "followers", "u1")).toEqual(["u2"]);
+    expect(await known(store, ["u3"])).toBe(1);
+    expect(await entriesOf(redis, REJECTED)).toEqual([]);
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 4, records: 5, rejected: 0 });
+  });
+
   it("never reads or acknowledges anything while the store refuses writes, and applies it all once it accepts them; its metrics show the lag", async () => {
     await reset();
     await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
