@@ -181,6 +181,23 @@ describe("relgraph follow on standalone Redis", () => {
     expect(follower.stopped()).toMatchObject({ entries: 4, records: 5, rejected: 0 });
   });
 
+  it("applies a `records` of no record as nothing, as `relgraph ingest` loads an empty file, and acknowledges it without rejecting it", async () => {
+    await reset();
+    await add(redis, STREAM, record(user("u1", [A])));
+    await add(redis, STREAM, { records: "" });
+    await add(redis, STREAM, { records: "\r\n\n" });
+    await add(redis, STREAM, record(user("u2", [B])));
+    const follower = follow(env, ["--consumer", "c1"]);
+    await drained(redis, STREAM);
+    expect(await known(store, ["u1", "u2"])).toBe(2);
+    // A unit of nothing but an empty entry is acknowledged too.
+    await add(redis, STREAM, { records: "" });
+    await drained(redis, STREAM);
+    expect(await entriesOf(redis, REJECTED)).toEqual([]);
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 5, records: 2, rejected: 0 });
+  });
+
   it("never reads or acknowledges anything while the store refuses writes, and applies it all once it accepts them; its metrics show the lag", async () => {
     await reset();
     await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
