@@ -30,10 +30,20 @@ export function normalizeAddress(raw: string): string | null {
 }
 
 /**
- * The form a social username is matched by: NFC, then case-folded (upper then lower case, which also
- * folds "ß" with "SS" and final "ς" with "σ", where lower case alone would not). Usernames are stored
- * and returned as ingested; identity indexes and lookups use this form only.
+ * The form a social username is matched by: NFC, then Unicode case folding, as upper then lower case
+ * (which also folds "ß" with "SS" and final "ς" with "σ", where lower case alone would not). On two
+ * letters only, checked against Python's str.casefold() over all of Unicode, upper then lower case
+ * is not case folding: capital sharp "ẞ" folds to "ss" (lower case gives "ß"), and dotless "ı" has no
+ * folding (upper case makes it "I", so "i"). Usernames are stored and returned as ingested; identity
+ * indexes and lookups use this form only.
  */
 export function foldSocialUsername(raw: string): string {
-  return raw.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC");
+  let text = raw.normalize("NFC");
+  if (text.includes("\u1e9e")) text = text.replaceAll("\u1e9e", "ss");
+  const folded = text.includes("\u0131") ? text.split("\u0131").map(upperThenLower).join("\u0131") : upperThenLower(text);
+  return folded.normalize("NFC");
+}
+
+function upperThenLower(text: string): string {
+  return text.toUpperCase().toLowerCase();
 }

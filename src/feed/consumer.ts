@@ -296,17 +296,22 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
       try {
         if ((await persist("create the consumer group", () => stream.ensureGroup(options.startId ?? "0"))) === null) return { ...stats };
         let nextForgetAt = 0;
+        // The first round takes the write lease whether or not entries wait: taking it completes a
+        // load that a killed writer (`relgraph ingest`, a consumer) left half applied, which the next
+        // `relgraph follow` must do as the next `relgraph ingest` does, on a quiet stream too.
+        let firstRound = true;
         while (!stopping) {
           let stoppedMidUnit = false;
           try {
             // Waiting happens outside the write lease, so an idle consumer never holds up a writer.
-            if (!(await stream.waitForWork(blockMs))) {
+            if (!firstRound && !(await stream.waitForWork(blockMs))) {
               if (Date.now() >= nextForgetAt) {
                 nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
                 await forgetGone();
               }
               continue;
             }
+            firstRound = false;
             if (stopping) break;
             // Reading and applying happen under the store's write lease: one consumer at a time reads
             // the next entries and applies them, so the graph takes the stream's changes in stream

@@ -105,7 +105,14 @@ describe("decodeEntry", () => {
     expect(decode([["records", "{}"], ["records", "{}"]])).toEqual({ id: "1-0", reason: 'the entry has the field "records" more than once' });
     expect(decode([["record", " "]])).toEqual({ id: "1-0", reason: '"record" is empty' });
     expect(decode([["record", "{}\n{}"]])).toEqual({ id: "1-0", reason: '"record" holds more than one line; send JSON Lines in "records"' });
-    expect(decode([["records", "\n \n"]])).toEqual({ id: "1-0", reason: '"records" holds no record' });
+  });
+
+  it("takes JSON Lines of no record as valid (an empty file loads as nothing), and a leading byte-order mark as a file's", () => {
+    expect(decode([["records", "\n \n"]])).toEqual({ id: "1-0", text: "\n \n", records: 0 });
+    expect(decode([["records", ""]])).toEqual({ id: "1-0", text: "", records: 0 });
+    expect(decode([["records", "\uFEFF{}\r\n{}"]])).toEqual({ id: "1-0", text: "{}\r\n{}", records: 2 });
+    expect(decode([["record", "\uFEFF{}"]])).toEqual({ id: "1-0", text: "{}", records: 1 });
+    expect(decode([["record", "\uFEFF"]])).toEqual({ id: "1-0", reason: '"record" is empty' });
   });
 
   it("counts non-blank lines", () => {

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runFollow } from "../../src/feed/cli.js";
@@ -5,7 +6,8 @@ import type { CliIo } from "../../src/ingest/cli.js";
 import { JOURNAL } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore } from "../../src/store/store.js";
-import { addr } from "../ingest/helpers.js";
+import { addr, createFileBox } from "../ingest/helpers.js";
+import { RELGRAPH_CLI } from "../support/keynodes.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 import {
   add,
@@ -163,6 +165,41 @@ describe("relgraph follow on standalone Redis", () => {
     expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
   });
 
+  it("takes entries in the ingestion format as `relgraph ingest` takes a file: a byte-order mark, CRLF, blank lines", async () => {
+    await reset();
+    // `records "$(cat changes.jsonl)"` of a file saved with a BOM and CRLF, which ingest loads.
+    await add(redis, STREAM, { records: `\uFEFF${JSON.stringify(user("u1", [A]))}\r\n${JSON.stringify(user("u2", [B]))}\r\n` });
+    await add(redis, STREAM, { record: `\uFEFF${JSON.stringify({ type: "friend", a: "u1", b: "u2" })}` });
+    await add(redis, STREAM, { records: `\r\n${JSON.stringify(user("u3"))}\r\n\r\n` });
+    await add(redis, STREAM, record({ type: "follow", from: "u2", to: "u1" }));
+    const follower = follow(env, ["--consumer", "c1"]);
+    await drained(redis, STREAM);
+
+    expect(await setOf(store, "friends", "u1")).toEqual(["u2"]);
+    expect(await setOf(store, "followers", "u1")).toEqual(["u2"]);
+    expect(await known(store, ["u3"])).toBe(1);
+    expect(await entriesOf(redis, REJECTED)).toEqual([]);
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 4, records: 5, rejected: 0 });
+  });
+
+  it("applies a `records` of no record as nothing, as `relgraph ingest` loads an empty file, and acknowledges it without rejecting it", async () => {
+    await reset();
+    await add(redis, STREAM, record(user("u1", [A])));
+    await add(redis, STREAM, { records: "" });
+    await add(redis, STREAM, { records: "\r\n\n" });
+    await add(redis, STREAM, record(user("u2", [B])));
+    const follower = follow(env, ["--consumer", "c1"]);
+    await drained(redis, STREAM);
+    expect(await known(store, ["u1", "u2"])).toBe(2);
+    // A unit of nothing but an empty entry is acknowledged too.
+    await add(redis, STREAM, { records: "" });
+    await drained(redis, STREAM);
+    expect(await entriesOf(redis, REJECTED)).toEqual([]);
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 5, records: 2, rejected: 0 });
+  });
+
   it("never reads or acknowledges anything while the store refuses writes, and applies it all once it accepts them; its metrics show the lag", async () => {
     await reset();
     await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
@@ -237,6 +274,36 @@ describe("relgraph follow on standalone Redis", () => {
     expect(await stop(heir)).toBe(0);
     expect(heir.logs.some((line) => typeof line.msg === "string" && line.msg.startsWith("completed an interrupted write"))).toBe(true);
     expect(await entriesOf(redis, REJECTED)).toEqual([]);
+  });
+
+  it("completes a load a killed `relgraph ingest` left half applied when it starts, on a quiet stream", async () => {
+    await reset();
+    const box = await createFileBox();
+    try {
+      const names = Array.from({ length: 9_000 }, (_, j) => `q${j}`);
+      const file = await box.write("load.jsonl", [...names.map((name) => user(name)), { type: "friend", a: "q0", b: "q8999" }]);
+      const ingest = spawn(process.execPath, [RELGRAPH_CLI, "ingest", file], { env: { ...process.env, ...env, WRITE_LEASE_MS: "800" }, stdio: "ignore" });
+      const exited = new Promise((resolve) => ingest.once("exit", resolve));
+      // Killed between its journal's commit and its end, watched every 2 ms (as above).
+      await waitUntil(
+        "the ingest's load is journalled",
+        async () => (await redis.send<string | null>(JOURNAL, ["GET", JOURNAL]))?.includes('"committed"') === true,
+        2,
+      );
+      ingest.kill("SIGKILL");
+      await exited;
+      expect(await redis.send(JOURNAL, ["GET", JOURNAL])).not.toBeNull();
+
+      // Nothing in the stream: the follower has no entry to apply, and completes the load all the same.
+      const follower = follow(env, ["--consumer", "c1"]);
+      await waitUntil("the journal is cleared", async () => (await redis.send(JOURNAL, ["GET", JOURNAL])) === null);
+      expect(await known(store, names)).toBe(names.length);
+      expect(await setOf(store, "friends", "q0")).toEqual(["q8999"]);
+      expect(await stop(follower)).toBe(0);
+      expect(follower.logs.some((line) => typeof line.msg === "string" && line.msg.startsWith("completed an interrupted write"))).toBe(true);
+    } finally {
+      await box.remove();
+    }
   });
 
   it("on SIGTERM, finishes and acknowledges the unit in hand, leaves the rest unread, and exits 0", async () => {

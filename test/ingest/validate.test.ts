@@ -244,6 +244,21 @@ describe("identities belong to one user", () => {
     ]);
   });
 
+  it("folds usernames as Unicode case folding does: ẞ is ß and ss, dotless ı is not i", async () => {
+    expect(
+      await rejects({
+        "a.jsonl": [userLine("u1", [A], { social: { username: "straße" } }), userLine("u2", [B], { social: { username: "STRAẞE" } })],
+      }),
+    ).toEqual(['a.jsonl:2: social username "STRAẞE" already belongs to user "u1" (a.jsonl:1)']);
+    await loads({ "a.jsonl": [userLine("u1", [A], { social: { username: "ıpek" } }), userLine("u2", [B], { social: { username: "Ipek" } })] });
+    const [byDotless, byDotted] = await store.resolve([
+      { kind: "social", value: foldSocialUsername("IPEK") },
+      { kind: "social", value: foldSocialUsername("ıPEK") },
+    ]);
+    expect([byDotless, byDotted].map((id) => id === null)).toEqual([false, false]);
+    expect(byDotless).not.toBe(byDotted);
+  });
+
   it("rejects identities stored for another user, unless the load redefines that user", async () => {
     await loads({ "a.jsonl": [userLine("u1", [A], { social: { username: "alice" }, game: { gameId: "g1" } })] });
     expect(
