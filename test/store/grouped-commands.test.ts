@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeCommands } from "../../src/fast/resp/encoder.js";
-import { BulkStrings, GroupedMembers, RespWindow, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
+import { GroupedMembers, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
+import { BulkStrings, RespWindow } from "../../src/store/redis/resp-window.js";
 import { ARGS_PER_COMMAND } from "../../src/store/redis/set-reads.js";
 import { createPrng } from "../../src/ingest/prng.js";
 
@@ -74,5 +75,23 @@ describe("GroupedMembers.encodeInto", () => {
     const { text, count, yielded } = encodeAll(randomGroup("empty", "SADD", 5, 0));
     expect({ text, count }).toEqual({ text: "", count: 0 });
     expect(yielded).toEqual([]);
+  });
+});
+
+describe("RespWindow", () => {
+  it("appends a command whose last argument is bytes, any bytes, as RESP; take() hands them over and starts empty", () => {
+    const window = new RespWindow(8);
+    const value = Uint8Array.from({ length: 300 }, (_, i) => i % 256);
+    window.appendCommandWithBytes(["SET", "kéy"], value);
+    window.appendCommandWithBytes(["SET", "k2"], new Uint8Array(0));
+    const { bytes, count } = window.take();
+    expect(count).toBe(2);
+    const expected = Buffer.concat([Buffer.from("*3\r\n$3\r\nSET\r\n$4\r\nkéy\r\n$300\r\n"), value, Buffer.from("\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$0\r\n\r\n")]);
+    expect(Buffer.from(bytes).equals(expected)).toBe(true);
+    const next = window.take();
+    expect([next.bytes.byteLength, next.count]).toEqual([0, 0]);
+    // What was taken is not written again by what comes next.
+    window.appendText("*1\r\n$4\r\nPING\r\n");
+    expect(Buffer.from(bytes).equals(expected)).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { RESP_TYPES, createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
 import { commandIdSetReads, type IdSetReads } from "./id-sets.js";
 import type { BulkWriter, EncodedCommands, OwnConnections } from "./own-connections.js";
+import { RespWindow } from "./resp-window.js";
 import { chunks } from "./set-reads.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
@@ -224,16 +225,12 @@ function asBuffer(value: Uint8Array): Buffer {
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
-/** SETs of byte values in RESP, for a BulkWriter: each value is copied once, into the one buffer written. */
+/** SETs of byte values in RESP, for a BulkWriter: each value is copied once, into the one window written. */
 function encodeSets(entries: readonly (readonly [key: string, value: Uint8Array])[]): EncodedCommands {
-  const parts: Uint8Array[] = [];
-  for (const [key, value] of entries) {
-    parts.push(Buffer.from(`*3\r\n$3\r\nSET\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n$${value.byteLength}\r\n`), value, CRLF);
-  }
-  return { bytes: Buffer.concat(parts), count: entries.length };
+  const window = new RespWindow(entries.reduce((bytes, [key, value]) => bytes + value.byteLength + 3 * key.length + 64, 0));
+  for (const [key, value] of entries) window.appendCommandWithBytes(["SET", key], value);
+  return window.take();
 }
-
-const CRLF = Buffer.from("\r\n");
 
 /** The one message every Redis failure shows; the driver's error stays in `cause`. */
 export function unavailable(cause: unknown): StoreUnavailableError {

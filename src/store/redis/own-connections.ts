@@ -24,7 +24,7 @@ export interface OwnConnections {
 
 /**
  * Commands already in RESP's array-of-bulk-strings form, as bytes, and how many they are: what a
- * planner that encodes as it goes (grouped-commands.ts's RespWindow) hands a BulkWriter. The writer
+ * planner that encodes as it goes (resp-window.ts) hands a BulkWriter. The writer
  * owns the bytes from then on: the planner never writes them again.
  */
 export interface EncodedCommands {

@@ -20,7 +20,8 @@ import {
   userKey,
   userSetKey,
 } from "./keys.js";
-import { BulkStrings, GroupedMembers, KeyedCommands, RespWindow, type GroupedMembersOptions } from "./grouped-commands.js";
+import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
+import { BulkStrings, RespWindow } from "./resp-window.js";
 import { chunks, hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
 
 /**

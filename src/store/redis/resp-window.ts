@@ -1,0 +1,126 @@
+import type { EncodedCommands } from "./own-connections.js";
+
+/*
+ * RESP as bytes, for a BulkWriter of its own (BulkWriter.writeEncoded): the store's planned writes
+ * that are too many (grouped edge writes) or too large (the journal's chunks) to go as argument
+ * arrays of strings. Nothing here builds a string per argument that the socket would convert again.
+ */
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * RESP commands appended as bytes, for a BulkWriter: take() hands over what is there and starts an
+ * empty window, so the bytes a writer holds are never written again.
+ */
+export class RespWindow {
+  /** The bytes so far: the first `length` of `bytes`. */
+  bytes: Buffer;
+  length = 0;
+  /** Commands so far. */
+  count = 0;
+
+  /** @param capacity the bytes a window starts with, allocated at its first append. */
+  constructor(private readonly capacity = 1 << 20) {
+    this.bytes = EMPTY;
+  }
+
+  /** Makes room for `extra` more bytes; returns the (possibly new) buffer to write them to. */
+  reserve(extra: number): Buffer {
+    const needed = this.length + extra;
+    if (needed > this.bytes.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(needed, 2 * this.bytes.length, this.capacity));
+      this.bytes.copy(bigger, 0, 0, this.length);
+      this.bytes = bigger;
+    }
+    return this.bytes;
+  }
+
+  /** Appends a text as UTF-8. */
+  appendText(text: string): void {
+    this.length += this.reserve(3 * text.length).write(text, this.length);
+  }
+
+  /** Appends bytes as they are. */
+  appendBytes(bytes: Uint8Array): void {
+    this.reserve(bytes.byteLength).set(bytes, this.length);
+    this.length += bytes.byteLength;
+  }
+
+  /** Appends one command whose arguments are texts, but for its last, which is bytes (a SET of a byte value). */
+  appendCommandWithBytes(texts: readonly string[], bytes: Uint8Array): void {
+    let head = `*${texts.length + 1}\r\n`;
+    for (const text of texts) head += bulkString(text);
+    this.appendText(`${head}$${bytes.byteLength}\r\n`);
+    this.appendBytes(bytes);
+    this.appendText("\r\n");
+    this.count++;
+  }
+
+  /** The commands so far, which the window forgets. */
+  take(): EncodedCommands {
+    const taken = { bytes: this.bytes.subarray(0, this.length), count: this.count };
+    this.bytes = EMPTY;
+    this.length = 0;
+    this.count = 0;
+    return taken;
+  }
+}
+
+/**
+ * RESP bulk strings of texts by index, each encoded on first use into one pool of bytes and copied
+ * from there: a member sent to many keys is encoded once, and a copy of its few bytes by hand costs
+ * less than any call into the runtime.
+ */
+export class BulkStrings {
+  private pool = Buffer.allocUnsafe(1 << 16);
+  private used = 0;
+  /** Where each text's bulk string starts in the pool, -1 before its first use; and where it ends. */
+  private readonly starts: Int32Array;
+  private readonly ends: Int32Array;
+
+  constructor(private readonly texts: readonly string[]) {
+    this.starts = new Int32Array(texts.length).fill(-1);
+    this.ends = new Int32Array(texts.length);
+  }
+
+  /** Appends the bulk string of texts[index] to the window. */
+  appendTo(window: RespWindow, index: number): void {
+    let from = this.starts[index]!;
+    if (from < 0) from = this.encode(index);
+    const to = this.ends[index]!;
+    const out = window.reserve(to - from);
+    const pool = this.pool;
+    let at = window.length;
+    if (to - from <= 64) {
+      for (let k = from; k < to; k++) out[at++] = pool[k]!;
+    } else {
+      out.set(pool.subarray(from, to), at);
+      at += to - from;
+    }
+    window.length = at;
+  }
+
+  private encode(index: number): number {
+    const bulk = bulkString(this.texts[index]!);
+    const room = 3 * bulk.length;
+    if (this.used + room > this.pool.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.used + room, 2 * this.pool.length));
+      this.pool.copy(bigger, 0, 0, this.used);
+      this.pool = bigger;
+    }
+    const from = this.used;
+    this.used += this.pool.write(bulk, from);
+    this.starts[index] = from;
+    this.ends[index] = this.used;
+    return from;
+  }
+}
+
+/**
+ * A RESP bulk string: `$`, the text's length in UTF-8 bytes, the text. The form fast/resp/encoder.ts
+ * writes too; the store may not import fast/ (test/layout.test.ts), so test/store/grouped-commands.test.ts
+ * holds the two to the same bytes.
+ */
+export function bulkString(text: string): string {
+  return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
+}
