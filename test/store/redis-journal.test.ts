@@ -121,6 +121,23 @@ async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: Red
   };
 }
 
+/** Seeds database `db` and writes CHANGES whole, as a writer that is not interrupted; resolves with its URL. */
+async function writtenWhole(db: number, fastPaths: boolean): Promise<string> {
+  const url = `${server.url}/${db}`;
+  const store = await createRedisStore({ url });
+  const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+  await redis.send(undefined, ["FLUSHDB"]);
+  await writeBatch(redis, await validated(store, SEED));
+  await writeBatch(redis, await validated(store, CHANGES));
+  await Promise.all([store.close(), redis.close()]);
+  return url;
+}
+
+/** The journal's header, as saved. */
+async function journalHeader(redis: RedisConnection): Promise<{ unit: string; chunks: number; encoding?: string }> {
+  return JSON.parse((await redis.send<string>(JOURNAL, ["GET", JOURNAL]))!);
+}
+
 /** Saves the journal's unit again, changed by `change`, in place of the one there. */
 async function rewriteJournal(redis: RedisConnection, change: (parts: Map<string, JournalPart>) => void): Promise<void> {
   const journalled = await loadJournal(redis);
@@ -132,13 +149,7 @@ async function rewriteJournal(redis: RedisConnection, change: (parts: Map<string
 
 describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
   it("a unit completed from the journal ends where a whole write ends", async () => {
-    const whole = `${server.url}/1`;
-    const store = await createRedisStore({ url: whole });
-    const redis = await connectRedis({ url: whole }, fastPaths ? respConnections : undefined);
-    await redis.send(undefined, ["FLUSHDB"]);
-    await writeBatch(redis, await validated(store, SEED));
-    await writeBatch(redis, await validated(store, CHANGES));
-    await Promise.all([store.close(), redis.close()]);
+    const whole = await writtenWhole(1, fastPaths);
 
     const broken = await interrupted(2, fastPaths);
     try {
@@ -161,7 +172,7 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
   it("refuses a journal whose bytes were cut short, applying none of it", async () => {
     const broken = await interrupted(3, fastPaths);
     try {
-      const header = JSON.parse((await broken.redis.send<string>(JOURNAL, ["GET", JOURNAL]))!) as { unit: string };
+      const header = await journalHeader(broken.redis);
       const chunk = journalChunkKey(header.unit, 0);
       const [bytes] = await broken.redis.getBytes([chunk]);
       await broken.redis.setBytes([[chunk, bytes!.subarray(0, -8)]]);
@@ -174,17 +185,11 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
   });
 
   it("completes a journal an earlier relgraph left, its chunks in base64 text", async () => {
-    const whole = `${server.url}/5`;
-    const store = await createRedisStore({ url: whole });
-    const redis = await connectRedis({ url: whole }, fastPaths ? respConnections : undefined);
-    await redis.send(undefined, ["FLUSHDB"]);
-    await writeBatch(redis, await validated(store, SEED));
-    await writeBatch(redis, await validated(store, CHANGES));
-    await Promise.all([store.close(), redis.close()]);
+    const whole = await writtenWhole(5, fastPaths);
 
     const broken = await interrupted(6, fastPaths);
     try {
-      const header = JSON.parse((await broken.redis.send<string>(JOURNAL, ["GET", JOURNAL]))!) as { unit: string; chunks: number; encoding?: string };
+      const header = await journalHeader(broken.redis);
       expect(header.encoding).toBe("bytes");
       for (let n = 0; n < header.chunks; n++) {
         const chunk = journalChunkKey(header.unit, n);

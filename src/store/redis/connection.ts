@@ -116,15 +116,7 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
       writeAll: async (commands) => void (await sendAll(commands)),
       writeEncoded: null,
       getMany: (keys) => sendAll(keys.map((key) => ["GET", key])) as Promise<(string | null)[]>,
-      setBytes: async (entries) => {
-        const sets = entries.map(([key, value]) => breaker.track(["SET"], () => cluster.sendCommand(key, false, ["SET", key, asBuffer(value)])));
-        await withDeadline(Promise.all(sets), BULK_WINDOW_TIMEOUT_MS);
-      },
-      getBytes: (keys) =>
-        withDeadline(
-          Promise.all(keys.map((key) => breaker.track(["GET"], () => cluster.sendCommand<Buffer | null>(key, true, ["GET", key], { typeMapping: BYTES })))),
-          BULK_WINDOW_TIMEOUT_MS,
-        ),
+      ...bytesThroughNodeRedis(breaker, (key, args, options) => cluster.sendCommand(key, false, args, options)),
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
       dataNodes: () => cluster.masters.map((master) => `redis://${master.host}:${master.port}`),
@@ -142,6 +134,7 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
   const idSets = reader ? withStallBreaker(reader) : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
   const sendAll = (commands: readonly string[][]) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args)));
   const writer = own?.bulkWriter(options.url, CONNECT_TIMEOUT_MS) ?? null;
+  const bytes = bytesThroughNodeRedis(breaker, (_key, args, options) => client.sendCommand(args, options));
   return {
     engine: "redis",
     clustered: false,
@@ -153,17 +146,8 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
       const replies = await Promise.all(chunks(keys).map((part) => send<(string | null)[]>(undefined, ["MGET", ...part])));
       return replies.flat();
     },
-    setBytes: writer
-      ? (entries) => writeWindow(writer, () => writer.writeEncoded(encodeSets(entries)))
-      : async (entries) => {
-          const sets = entries.map(([key, value]) => breaker.track(["SET"], () => client.sendCommand(["SET", key, asBuffer(value)])));
-          await withDeadline(Promise.all(sets), BULK_WINDOW_TIMEOUT_MS);
-        },
-    getBytes: (keys) =>
-      withDeadline(
-        Promise.all(keys.map((key) => breaker.track(["GET"], () => client.sendCommand<Buffer | null>(["GET", key], { typeMapping: BYTES })))),
-        BULK_WINDOW_TIMEOUT_MS,
-      ),
+    setBytes: writer ? (entries) => writeWindow(writer, () => writer.writeEncoded(encodeSets(entries))) : bytes.setBytes,
+    getBytes: bytes.getBytes,
     idSets,
     dataNodes: () => [options.url],
     close: async () => {
@@ -221,8 +205,22 @@ function withStallBreaker(reader: IdSetReads): IdSetReads {
 /** node-redis's reply mapping for values read as bytes. */
 const BYTES = { [RESP_TYPES.BLOB_STRING]: Buffer };
 
-function asBuffer(value: Uint8Array): Buffer {
-  return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+/**
+ * setBytes and getBytes through node-redis (Buffer arguments, Buffer replies), under the bulk
+ * deadline; `send` routes by key on a cluster and ignores it standalone.
+ */
+function bytesThroughNodeRedis(
+  breaker: StallBreaker,
+  send: (key: string, args: (string | Buffer)[], options?: { typeMapping: typeof BYTES }) => Promise<unknown>,
+): Pick<RedisConnection, "setBytes" | "getBytes"> {
+  return {
+    setBytes: async (entries) => {
+      const sets = entries.map(([key, value]) => breaker.track(["SET"], () => send(key, ["SET", key, Buffer.from(value.buffer, value.byteOffset, value.byteLength)])));
+      await withDeadline(Promise.all(sets), BULK_WINDOW_TIMEOUT_MS);
+    },
+    getBytes: (keys) =>
+      withDeadline(Promise.all(keys.map((key) => breaker.track(["GET"], () => send(key, ["GET", key], { typeMapping: BYTES }) as Promise<Buffer | null>))), BULK_WINDOW_TIMEOUT_MS),
+  };
 }
 
 /** SETs of byte values in RESP, for a BulkWriter: each value is copied once, into the one window written. */
