@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import type { GraphStore } from "../store/store.js";
-import { readLines } from "./read-lines.js";
+import { readByteLines } from "./read-lines.js";
 import { createLoadValidator, type LoadValidator, type StoredGraph } from "./validate.js";
 
 export { IngestValidationError } from "./validate.js";
@@ -62,8 +62,8 @@ export async function ingestFiles(store: IngestTarget, files: readonly string[],
   if (unreadable.some(Boolean)) return finish(store, validator, started, options);
   for (const [source, file] of files.entries()) {
     let reported = validator.records;
-    await readLines(file === STDIN ? (options.stdin ?? process.stdin) : file, (text, line) => {
-      validator.addLine(text, source, line);
+    await readByteLines(file === STDIN ? (options.stdin ?? process.stdin) : file, (bytes, start, end, line) => {
+      validator.addLineBytes(bytes, start, end, source, line);
       if (validator.records - reported >= PARSE_PROGRESS_EVERY) {
         reported = validator.records;
         options.onProgress?.({ phase: "parse", records: reported, file });

@@ -1,39 +1,97 @@
 import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 
 /** What readLines reads: a file's path, or a stream such as stdin. */
 export type LineSource = string | NodeJS.ReadableStream;
 
 /**
- * Streams a text file (or stream) line by line, calling onLine with each line and its 1-based number, and
- * resolves with the number of lines. The file is never held whole: a million-line load costs one
- * line at a time here. A byte-order mark at the start and CRLF line ends are tolerated.
+ * Called with one line: its bytes are bytes[start, end), without the line break. The buffer is only
+ * valid during the call (it is the read chunk, or a line joined across chunks).
  */
-export function readLines(source: LineSource, onLine: (text: string, line: number) => void): Promise<number> {
+export type ByteLineHandler = (bytes: Buffer, start: number, end: number, line: number) => void;
+
+const LF = 0x0a;
+const CR = 0x0d;
+const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
+
+/**
+ * Streams a file (or stream) line by line as bytes, calling onLine with each line and its 1-based
+ * number, and resolves with the number of lines. The file is never held whole: a line that spans two
+ * reads is the only one copied. Lines end at LF, CR LF or a lone CR, as Node's readline reads them; a
+ * byte-order mark at the start is dropped. Reading bytes rather than text lets the common compact
+ * records be read without making a string of each line (compact-records.ts).
+ */
+export function readByteLines(source: LineSource, onLine: ByteLineHandler): Promise<number> {
   return new Promise((resolve, reject) => {
-    const input: NodeJS.ReadableStream = typeof source === "string" ? createReadStream(source, { encoding: "utf8" }) : source;
-    if (typeof source !== "string") source.setEncoding("utf8");
-    const lines = createInterface({ input, crlfDelay: Infinity });
+    const input: NodeJS.ReadableStream = typeof source === "string" ? createReadStream(source) : source;
     let line = 0;
     let failed = false;
+    // The start of a line that the previous reads did not end, and whether they ended on a CR (whose
+    // LF, if the next read begins with one, belongs to the same line break).
+    let partial: Buffer | null = null;
+    let afterCr = false;
+    const emit = (bytes: Buffer, start: number, end: number) => {
+      line++;
+      if (line === 1 && startsWithByteOrderMark(bytes, start, end)) start += BYTE_ORDER_MARK.length;
+      onLine(bytes, start, end, line);
+    };
     const fail = (error: unknown): void => {
       failed = true;
-      lines.close();
       (input as { destroy?: () => void }).destroy?.();
       reject(error);
     };
     input.once("error", fail);
-    lines.on("line", (text) => {
+    input.on("data", (data: Buffer | string) => {
       if (failed) return;
-      line++;
+      const chunk = typeof data === "string" ? Buffer.from(data) : data;
+      if (chunk.length === 0) return;
       try {
-        onLine(line === 1 && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, line);
+        let start = afterCr && chunk[0] === LF ? 1 : 0;
+        afterCr = false;
+        let cr = chunk.indexOf(CR, start);
+        for (;;) {
+          let lf = chunk.indexOf(LF, start);
+          if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
+          const lineEnd = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
+          if (lineEnd === -1) break;
+          if (partial) {
+            const joined: Buffer = Buffer.concat([partial, chunk.subarray(start, lineEnd)]);
+            partial = null;
+            emit(joined, 0, joined.length);
+          } else {
+            emit(chunk, start, lineEnd);
+          }
+          if (lineEnd === cr) {
+            if (cr + 1 === chunk.length) afterCr = true;
+            lf = cr + 1 < chunk.length && chunk[cr + 1] === LF ? cr + 1 : cr;
+          }
+          start = lineEnd === cr ? lf + 1 : lineEnd + 1;
+        }
+        if (start < chunk.length) partial = partial ? Buffer.concat([partial, chunk.subarray(start)]) : Buffer.from(chunk.subarray(start));
       } catch (error) {
         fail(error);
       }
     });
-    lines.once("close", () => {
-      if (!failed) resolve(line);
+    input.once("end", () => {
+      if (failed) return;
+      try {
+        if (partial && partial.length > 0) emit(partial, 0, partial.length);
+      } catch (error) {
+        return fail(error);
+      }
+      resolve(line);
     });
   });
+}
+
+/**
+ * Streams a text file (or stream) line by line, calling onLine with each line as text and its 1-based
+ * number; lines are those readByteLines reads, decoded from UTF-8 (a malformed sequence reads as
+ * U+FFFD, as in a stream decoded whole: no line break falls inside a character).
+ */
+export function readLines(source: LineSource, onLine: (text: string, line: number) => void): Promise<number> {
+  return readByteLines(source, (bytes, start, end, line) => onLine(bytes.toString("utf8", start, end), line));
+}
+
+function startsWithByteOrderMark(bytes: Buffer, start: number, end: number): boolean {
+  return end - start >= 3 && bytes[start] === BYTE_ORDER_MARK[0] && bytes[start + 1] === BYTE_ORDER_MARK[1] && bytes[start + 2] === BYTE_ORDER_MARK[2];
 }

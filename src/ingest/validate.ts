@@ -29,10 +29,11 @@
  */
 import type { Game, Identity, IdentityKind, Social } from "../domain/model.js";
 import { RELATION_ID_PATTERN, normalizeAddress } from "../domain/identity.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, sortedByKey } from "../store/batch.js";
+import { FollowColumns, FriendColumns, identitiesOf, sortedByKey } from "../store/batch.js";
+import { TextIndex } from "../store/text-index.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
 import { float64Column, int32Column, uint32Column, uint8Column, type NumberColumn } from "./columns.js";
-import { parseCommonRecord } from "./common-records.js";
+import { CompactEdge } from "./compact-records.js";
 
 /** What validation reads from the store: whether referenced users and claimed identities exist, and what deleted users held. */
 export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds" | "users">;
@@ -51,6 +52,8 @@ export interface LoadValidator {
   readonly records: number;
   /** Parses and checks one line of JSON Lines; blank lines are skipped. Lines are 1-based. */
   addLine(text: string, source: number, line: number): void;
+  /** addLine of the line in bytes[start, end), UTF-8 without its line break: the common compact records are read without text. */
+  addLineBytes(bytes: Buffer, start: number, end: number, source: number, line: number): void;
   /** Checks one already-parsed record. */
   addRecord(value: unknown, source: number, line: number): void;
   /** Records an error found outside any record; line 0 cites the source alone. */
@@ -168,6 +171,7 @@ class Validation implements LoadValidator {
   private assetDeletes = 0;
   private readonly addressIntern = new Map<string, string>();
   private readonly releases = new Map<number, ReleaseRecord>();
+  private readonly compactEdge = new CompactEdge();
 
   constructor(
     private readonly sources: readonly string[],
@@ -177,17 +181,52 @@ class Validation implements LoadValidator {
   addLine(text: string, source: number, line: number): void {
     // A search for the first non-space character, unlike trim(), copies nothing.
     if (!NON_SPACE.test(text)) return;
-    let value: unknown = parseCommonRecord(text);
-    if (value === undefined) {
-      try {
-        value = JSON.parse(text);
-      } catch (error) {
-        this.records++;
-        this.reject(source, line, `invalid JSON: ${(error as Error).message}`);
-        return;
-      }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      this.records++;
+      this.reject(source, line, `invalid JSON: ${(error as Error).message}`);
+      return;
     }
     this.addRecord(value, source, line);
+  }
+
+  addLineBytes(bytes: Buffer, start: number, end: number, source: number, line: number): void {
+    const edge = this.compactEdge;
+    if (!edge.read(bytes, start, end) || !this.addCompactEdge(bytes, edge, source * LINE_SPAN + line)) {
+      this.addLine(bytes.toString("utf8", start, end), source, line);
+    }
+  }
+
+  /**
+   * What addFriend or addFollow does with the record, from its bytes: the same checks (the form
+   * already holds the field and pattern ones) and the same columns, names numbered in the same order.
+   * False, with nothing done, for a self-friend or self-follow, left to the general path to report.
+   */
+  private addCompactEdge(bytes: Buffer, edge: CompactEdge, at: number): boolean {
+    if (spellSame(bytes, edge.firstStart, edge.firstEnd, edge.secondStart, edge.secondEnd)) return false;
+    this.records++;
+    const first = this.relationIds.indexOfBytes(bytes, edge.firstStart, edge.firstEnd);
+    const second = this.relationIds.indexOfBytes(bytes, edge.secondStart, edge.secondEnd);
+    const op = edge.remove ? DELETE : UPSERT;
+    if (edge.kind === "follow") {
+      this.followFrom.push(first);
+      this.followTo.push(second);
+      this.followOp.push(op);
+      this.followAt.push(at);
+      if (op === DELETE) this.followDeletes++;
+      return true;
+    }
+    const description = edge.descriptionAscii
+      ? this.descriptions.indexOfBytes(bytes, edge.descriptionStart, edge.descriptionEnd)
+      : this.descriptions.indexOf(bytes.toString("utf8", edge.descriptionStart, edge.descriptionEnd));
+    this.friendA.push(first);
+    this.friendB.push(second);
+    this.friendDescription.push(description);
+    this.friendOp.push(op);
+    this.friendAt.push(at);
+    return true;
   }
 
   addRecord(value: unknown, source: number, line: number): void {
@@ -598,6 +637,13 @@ function lastOfEachGroup(order: Uint32Array, same: (x: number, y: number) => boo
   for (let k = 0; k + 1 < order.length; k++) {
     if (same(order[k]!, order[k + 1]!)) marks[order[k]!] = VOID;
   }
+}
+
+/** Whether bytes[start1, end1) and bytes[start2, end2) are the same. */
+function spellSame(bytes: Buffer, start1: number, end1: number, start2: number, end2: number): boolean {
+  if (end1 - start1 !== end2 - start2) return false;
+  for (let k = 0; k < end1 - start1; k++) if (bytes[start1 + k] !== bytes[start2 + k]) return false;
+  return true;
 }
 
 /** Adds `values` to the set at `key`. */

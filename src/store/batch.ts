@@ -1,6 +1,7 @@
 import { foldSocialUsername } from "../domain/identity.js";
 import type { IdentityKind } from "../domain/model.js";
 import type { BatchDeletes, IngestBatch, UserInput } from "./store.js";
+import { TextIndex } from "./text-index.js";
 
 /* Pure helpers over ingest batches, shared by every engine so that they agree on the details. */
 
@@ -152,29 +153,6 @@ export function relationColumns(batch: IngestBatch): RelationColumns {
     friendDeletes: FriendColumns.of(deletes.friends, names),
     followDeletes: FollowColumns.of(deletes.follows, names),
   };
-}
-
-/** Distinct strings numbered in order of first appearance. */
-export class TextIndex {
-  readonly #index = new Map<string, number>();
-  readonly texts: string[] = [];
-
-
-  /** The index of `text`, which is numbered now if it is new. */
-  indexOf(text: string): number {
-    let index = this.#index.get(text);
-    if (index === undefined) {
-      index = this.texts.length;
-      this.texts.push(text);
-      this.#index.set(text, index);
-    }
-    return index;
-  }
-
-  /** The index of `text`, or undefined when it was never numbered. */
-  find(text: string): number | undefined {
-    return this.#index.get(text);
-  }
 }
 
 /**

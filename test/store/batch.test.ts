@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { FollowColumns, FriendColumns, TextIndex, recordCount, referencedRelationIds, relationColumns, sortedByKey } from "../../src/store/batch.js";
+import { FollowColumns, FriendColumns, recordCount, referencedRelationIds, relationColumns, sortedByKey } from "../../src/store/batch.js";
+import { TextIndex } from "../../src/store/text-index.js";
 import { batch, user } from "./store-acceptance.js";
 
 const friends = [

@@ -1,5 +1,6 @@
 import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, TextIndex, identitiesOf, recordCount, relationColumns, staleIdentities, UnknownRelationIdError, type RelationColumns } from "../batch.js";
+import { FollowColumns, FriendColumns, identitiesOf, recordCount, relationColumns, staleIdentities, UnknownRelationIdError, type RelationColumns } from "../batch.js";
+import { TextIndex } from "../text-index.js";
 import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
 import type { RedisConnection } from "./connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
