@@ -25,9 +25,10 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
     const input: NodeJS.ReadableStream = typeof source === "string" ? createReadStream(source) : source;
     let line = 0;
     let failed = false;
-    // The start of a line that the previous reads did not end, and whether they ended on a CR (whose
-    // LF, if the next read begins with one, belongs to the same line break).
-    let partial: Buffer | null = null;
+    // The start of a line that the previous reads did not end, in pieces joined once the line ends (a
+    // line of many reads is copied once, not once per read), and whether they ended on a CR (whose LF,
+    // if the next read begins with one, belongs to the same line break).
+    let partial: Buffer[] = [];
     let afterCr = false;
     const emit = (bytes: Buffer, start: number, end: number) => {
       line++;
@@ -53,9 +54,10 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
           if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
           const lineEnd = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
           if (lineEnd === -1) break;
-          if (partial) {
-            const joined: Buffer = Buffer.concat([partial, chunk.subarray(start, lineEnd)]);
-            partial = null;
+          if (partial.length > 0) {
+            partial.push(chunk.subarray(start, lineEnd));
+            const joined = Buffer.concat(partial);
+            partial = [];
             emit(joined, 0, joined.length);
           } else {
             emit(chunk, start, lineEnd);
@@ -66,7 +68,8 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
           }
           start = lineEnd === cr ? lf + 1 : lineEnd + 1;
         }
-        if (start < chunk.length) partial = partial ? Buffer.concat([partial, chunk.subarray(start)]) : Buffer.from(chunk.subarray(start));
+        // Copied: a stream may reuse the memory of a chunk it has handed over.
+        if (start < chunk.length) partial.push(Buffer.from(chunk.subarray(start)));
       } catch (error) {
         fail(error);
       }
@@ -74,7 +77,10 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
     input.once("end", () => {
       if (failed) return;
       try {
-        if (partial && partial.length > 0) emit(partial, 0, partial.length);
+        if (partial.length > 0) {
+          const joined = Buffer.concat(partial);
+          emit(joined, 0, joined.length);
+        }
       } catch (error) {
         return fail(error);
       }

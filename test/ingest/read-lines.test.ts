@@ -65,6 +65,12 @@ describe("readByteLines", () => {
     }
   });
 
+  it("joins a line that spans many reads, whole and in order", async () => {
+    const long = Array.from({ length: 50_000 }, (_, i) => `${i % 10}`).join("");
+    const { lines } = await byteLines(chunked(Buffer.from(`a\n${long}\r\n${long}`), [1, 1_000, 9]));
+    expect(lines).toEqual(["a", long, long]);
+  });
+
   it("reads text streams too, and readLines decodes each line", async () => {
     const text: string[] = [];
     const count = await readLines(Readable.from(["x\r", "\ny\n", "é"]), (line, n) => text.push(`${n}:${line}`));
