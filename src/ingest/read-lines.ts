@@ -50,7 +50,7 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
         afterCr = false;
         let cr = chunk.indexOf(CR, start);
         for (;;) {
-          let lf = chunk.indexOf(LF, start);
+          const lf = chunk.indexOf(LF, start);
           if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
           const lineEnd = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
           if (lineEnd === -1) break;
@@ -62,11 +62,12 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
           } else {
             emit(chunk, start, lineEnd);
           }
+          start = lineEnd + 1;
           if (lineEnd === cr) {
-            if (cr + 1 === chunk.length) afterCr = true;
-            lf = cr + 1 < chunk.length && chunk[cr + 1] === LF ? cr + 1 : cr;
+            // A CR LF is one line break; a CR that ends the read waits for the next read's first byte.
+            if (start === chunk.length) afterCr = true;
+            else if (chunk[start] === LF) start++;
           }
-          start = lineEnd === cr ? lf + 1 : lineEnd + 1;
         }
         // Copied: a stream may reuse the memory of a chunk it has handed over.
         if (start < chunk.length) partial.push(Buffer.from(chunk.subarray(start)));
