@@ -26,12 +26,7 @@ export class RespWindow {
 
   /** Makes room for `extra` more bytes; returns the (possibly new) buffer to write them to. */
   reserve(extra: number): Buffer {
-    const needed = this.length + extra;
-    if (needed > this.bytes.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(needed, 2 * this.bytes.length, this.capacity));
-      this.bytes.copy(bigger, 0, 0, this.length);
-      this.bytes = bigger;
-    }
+    this.bytes = withRoom(this.bytes, this.length, this.length + extra, this.capacity);
     return this.bytes;
   }
 
@@ -72,7 +67,7 @@ export class RespWindow {
  * less than any call into the runtime.
  */
 export class BulkStrings {
-  private pool = Buffer.allocUnsafe(1 << 16);
+  private pool: Buffer = Buffer.allocUnsafe(1 << 16);
   private used = 0;
   /** Where each text's bulk string starts in the pool, -1 before its first use; and where it ends. */
   private readonly starts: Int32Array;
@@ -102,18 +97,24 @@ export class BulkStrings {
 
   private encode(index: number): number {
     const bulk = bulkString(this.texts[index]!);
-    const room = 3 * bulk.length;
-    if (this.used + room > this.pool.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(this.used + room, 2 * this.pool.length));
-      this.pool.copy(bigger, 0, 0, this.used);
-      this.pool = bigger;
-    }
+    this.pool = withRoom(this.pool, this.used, this.used + 3 * bulk.length);
     const from = this.used;
     this.used += this.pool.write(bulk, from);
     this.starts[index] = from;
     this.ends[index] = this.used;
     return from;
   }
+}
+
+/**
+ * `buffer` when it holds `needed` bytes, else a larger one (at least double, and `least`) holding its
+ * first `used` bytes: appends cost amortized constant time.
+ */
+function withRoom(buffer: Buffer, used: number, needed: number, least = 0): Buffer {
+  if (needed <= buffer.length) return buffer;
+  const bigger = Buffer.allocUnsafe(Math.max(needed, 2 * buffer.length, least));
+  buffer.copy(bigger, 0, 0, used);
+  return bigger;
 }
 
 /**
