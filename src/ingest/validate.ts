@@ -522,47 +522,62 @@ class Validation implements LoadValidator {
    */
   private async checkReferences(store: StoredGraph, friendMarks: Uint8Array, followMarks: Uint8Array, releases: ReleaseRecord[]): Promise<ReleaseRecord[]> {
     const names = this.relationIds.texts;
-    // Per relationId index: 1 exists, 2 deleted by the load, 3 must be looked up, 0 not named.
+    // Per relationId index: 1 exists, 2 deleted by the load, 3 must be looked up, 4 not stored, 0 not named.
     const state = new Uint8Array(names.length);
+    const lookups: number[] = [];
     const stateOf = (idx: number): number => {
       if (state[idx] === 0) {
         const defined = this.definedAs.get(idx);
         if (defined < 0 || (defined > 0 && this.userSurvives(defined - 1))) state[idx] = 1;
-        else state[idx] = this.erasedAt.get(idx) > 0 ? 2 : 3;
+        else if (this.erasedAt.get(idx) > 0) state[idx] = 2;
+        else {
+          state[idx] = 3;
+          lookups.push(idx);
+        }
       }
       return state[idx]!;
     };
-    const references: { idx: number; at: number }[] = [];
-    const refer = (idx: number, at: number) => {
-      if (stateOf(idx) !== 1) references.push({ idx, at });
-    };
-    for (let i = 0; i < friendMarks.length; i++) {
-      if (friendMarks[i] !== UPSERT) continue;
-      refer(this.friendA.get(i), this.friendAt.get(i));
-      refer(this.friendB.get(i), this.friendAt.get(i));
-    }
-    for (let i = 0; i < followMarks.length; i++) {
-      if (followMarks[i] !== UPSERT) continue;
-      refer(this.followFrom.get(i), this.followAt.get(i));
-      refer(this.followTo.get(i), this.followAt.get(i));
-    }
-    for (const release of releases) {
-      if (release.withdraw) continue;
-      refer(release.relationId, release.at);
-      if (release.peers !== "*") for (const peer of release.peers) refer(peer, release.at);
-    }
-    const withdrawn = releases.filter((release) => release.withdraw && stateOf(release.relationId) !== 1);
-    const lookups = [...new Set([...references, ...withdrawn.map(({ relationId }) => ({ idx: relationId }))].filter(({ idx }) => state[idx] === 3).map(({ idx }) => idx))];
+    // Two passes over the references, the second only when some name is missing: a large load names
+    // stored users millions of times, and keeping each reference to report it later cost an object apiece.
+    let missing = false;
+    this.forEachReference(friendMarks, followMarks, releases, (idx) => {
+      if (stateOf(idx) === 2) missing = true;
+    });
+    for (const release of releases) if (release.withdraw) stateOf(release.relationId);
     for (let start = 0; start < lookups.length; start += LOOKUP_CHUNK) {
       const chunk = lookups.slice(start, start + LOOKUP_CHUNK);
       const ids = await store.resolveRelationIds(chunk.map((idx) => names[idx]!));
-      chunk.forEach((idx, k) => (state[idx] = ids[k] === null ? 4 : 1));
+      chunk.forEach((idx, k) => {
+        state[idx] = ids[k] === null ? 4 : 1;
+        if (ids[k] === null) missing = true;
+      });
     }
-    for (const { idx, at } of references) {
-      if (state[idx] === 2) this.error(at, `relationId ${show(names[idx]!)} is deleted at ${this.where(this.erasedAt.get(idx))} and not defined again after it`);
-      else if (state[idx] === 4) this.error(at, `unknown relationId ${show(names[idx]!)}: not in this load and not stored`);
+    if (missing) {
+      this.forEachReference(friendMarks, followMarks, releases, (idx, at) => {
+        if (state[idx] === 2) this.error(at, `relationId ${show(names[idx]!)} is deleted at ${this.where(this.erasedAt.get(idx))} and not defined again after it`);
+        else if (state[idx] === 4) this.error(at, `unknown relationId ${show(names[idx]!)}: not in this load and not stored`);
+      });
     }
     return releases.filter((release) => !release.withdraw || state[release.relationId] === 1);
+  }
+
+  /** Every relationId a surviving upsert names, with where: friend ends, follow ends, then releasers and their peers. */
+  private forEachReference(friendMarks: Uint8Array, followMarks: Uint8Array, releases: readonly ReleaseRecord[], visit: (idx: number, at: number) => void): void {
+    for (let i = 0; i < friendMarks.length; i++) {
+      if (friendMarks[i] !== UPSERT) continue;
+      visit(this.friendA.get(i), this.friendAt.get(i));
+      visit(this.friendB.get(i), this.friendAt.get(i));
+    }
+    for (let i = 0; i < followMarks.length; i++) {
+      if (followMarks[i] !== UPSERT) continue;
+      visit(this.followFrom.get(i), this.followAt.get(i));
+      visit(this.followTo.get(i), this.followAt.get(i));
+    }
+    for (const release of releases) {
+      if (release.withdraw) continue;
+      visit(release.relationId, release.at);
+      if (release.peers !== "*") for (const peer of release.peers) visit(peer, release.at);
+    }
   }
 
   /**

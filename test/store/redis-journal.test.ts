@@ -205,7 +205,7 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
     }
   });
 
-  it("refuses a unit of another layout, or whose columns name no relationId, applying none of it", async () => {
+  it("refuses a unit of another layout, or whose columns index past their lists, applying none of it", async () => {
     const broken = await interrupted(4, fastPaths);
     try {
       const before = await snapshot(broken.url);
@@ -213,8 +213,20 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
       await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(JournalFormatError);
       expect(await snapshot(broken.url)).toEqual(before);
 
+      // A release change naming a user past the unit's list of release users.
+      let gainedFirst = 0;
       await rewriteJournal(broken.redis, (parts) => {
         (parts.get("friendDeleteA") as Uint32Array)[0] = 0;
+        const gained = parts.get("releaseGained") as Uint32Array;
+        expect(gained.length).toBeGreaterThan(0);
+        gainedFirst = gained[0]!;
+        gained[0] = (parts.get("releaseIds") as Float64Array).length;
+      });
+      await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/index past their list/);
+      expect(await snapshot(broken.url)).toEqual(before);
+
+      await rewriteJournal(broken.redis, (parts) => {
+        (parts.get("releaseGained") as Uint32Array)[0] = gainedFirst;
         parts.delete("deleteIds");
       });
       await expect(completeInterruptedWrite(broken.redis)).rejects.toThrow(/lacks its part "deleteIds"/);

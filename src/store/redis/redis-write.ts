@@ -69,8 +69,8 @@ interface PlannedUnit {
   /** Interaction and nft upserts, and the owner (once the unit is applied) of each address that has one. */
   assets: Record<AssetKind, { address: string; contract: string }[]>;
   owners: Map<string, UserId>;
-  /** Release replacements, with their reverse index. */
-  releases: string[][];
+  /** Release replacements, as the members each release loses and gains. */
+  releases: ReleaseChanges;
   /** Users whose asset sets are trimmed to what their addresses hold, once everything else is in. */
   trims: UserId[];
   /** Addresses that lost asset records: unindexed at the end if they hold none any more. */
@@ -135,7 +135,7 @@ async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?:
     written += await writeAssets(sender, kind, unit.assets[kind], unit.owners, from(written));
   }
   written += await writeUserRelations(sender, unit, from(written));
-  for (const part of chunks(unit.releases, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
+  await writeReleases(sender, unit.releases);
   await sender.done();
 
   // Only now, with every new record in place, can users that lost addresses or assets be trimmed
@@ -502,25 +502,86 @@ async function planAssetDeletes(
   return { commands: grouped.commands(), trims, emptied, claimants };
 }
 
-/** The commands that replace releases, keeping the reverse index (released-to) in step. */
-async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Map<string, UserId>): Promise<string[][]> {
-  const commands: string[][] = [];
-  const reverse = new KeyedCommands();
-  const ids = batch.releases.map(({ relationId }) => idOf.get(relationId) as UserId);
-  const before = await readIdSets(redis, ids.map(releaseKey));
+/**
+ * Release replacements as changes of members, in columns over one list of users (RELEASE_ALL is user
+ * 0): what each release loses and gains against the state before the unit. Sent as SREM and SADD
+ * rather than a DEL and a refill, so that a release is never seen empty while it is replaced, and
+ * only what changes is sent; both are absolute, so the unit may be applied again. The reverse
+ * index (released-to) changes with them.
+ */
+interface ReleaseChanges {
+  /** The users the changes name, by index: releasers and peers. */
+  ids: Float64Array;
+  /** By change, the releaser and the peer, as indexes into ids. */
+  lostBy: Uint32Array;
+  lost: Uint32Array;
+  gainedBy: Uint32Array;
+  gained: Uint32Array;
+}
+
+/** What the batch's releases change, against the releases stored before it. */
+async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Map<string, UserId>): Promise<ReleaseChanges> {
+  const releasers = batch.releases.map(({ relationId }) => idOf.get(relationId) as UserId);
+  const before = await readIdSets(redis, releasers.map(releaseKey));
   const all = Number(RELEASE_ALL);
+  const ids = new IdList();
+  const lostBy: number[] = [];
+  const lost: number[] = [];
+  const gainedBy: number[] = [];
+  const gained: number[] = [];
   batch.releases.forEach(({ peers }, i) => {
-    const id = ids[i]!;
-    const self = String(id);
-    const next = peers === "*" ? [RELEASE_ALL] : peers.map((peer) => String(idOf.get(peer) as UserId));
-    const kept = new Set(peers === "*" ? [all] : peers.map((peer) => idOf.get(peer) as UserId));
-    // In this order: the DEL empties the release the SADD fills.
-    commands.push(["DEL", releaseKey(id)]);
-    for (const part of chunks(next)) commands.push(["SADD", releaseKey(id), ...part]);
-    for (const old of before[i]!) if (old !== all && !kept.has(old)) reverse.addFor("SREM", releasedToKey, old, self);
-    for (const peer of next) if (peer !== RELEASE_ALL) reverse.addFor("SADD", releasedToKey, Number(peer), self);
+    const self = ids.indexOf(releasers[i]!);
+    const old = new Set(before[i]!);
+    const next = new Set(peers === "*" ? [all] : peers.map((peer) => idOf.get(peer) as UserId));
+    for (const peer of old) {
+      if (next.has(peer)) continue;
+      lostBy.push(self);
+      lost.push(ids.indexOf(peer));
+    }
+    for (const peer of next) {
+      if (old.has(peer)) continue;
+      gainedBy.push(self);
+      gained.push(ids.indexOf(peer));
+    }
   });
-  return [...commands, ...reverse.commands()];
+  return { ids: Float64Array.from(ids.ids), lostBy: Uint32Array.from(lostBy), lost: Uint32Array.from(lost), gainedBy: Uint32Array.from(gainedBy), gained: Uint32Array.from(gained) };
+}
+
+/** Distinct user ids numbered in order of first appearance. */
+class IdList {
+  readonly ids: UserId[] = [];
+  readonly #index = new Map<UserId, number>();
+
+  indexOf(id: UserId): number {
+    let index = this.#index.get(id);
+    if (index === undefined) {
+      index = this.ids.length;
+      this.ids.push(id);
+      this.#index.set(id, index);
+    }
+    return index;
+  }
+}
+
+/** Applies release changes: members lost first, so that a narrowed release never shows more than either version. */
+async function writeReleases(sender: PipelinedSender, changes: ReleaseChanges): Promise<void> {
+  const { ids, lostBy, lost, gainedBy, gained } = changes;
+  if (lostBy.length + gainedBy.length === 0) return;
+  const users = new DenseUsers(ids);
+  const all = Number(RELEASE_ALL);
+  const releasesLosing = users.members("SREM", releaseKey, lostBy.length);
+  const unlisted = users.members("SREM", releasedToKey, lostBy.length);
+  const releasesGaining = users.members("SADD", releaseKey, gainedBy.length);
+  const listed = users.members("SADD", releasedToKey, gainedBy.length);
+  for (let i = 0; i < lostBy.length; i++) {
+    releasesLosing.add(lostBy[i]!, lost[i]!);
+    if (ids[lost[i]!] !== all) unlisted.add(lost[i]!, lostBy[i]!);
+  }
+  for (let i = 0; i < gainedBy.length; i++) {
+    releasesGaining.add(gainedBy[i]!, gained[i]!);
+    if (ids[gained[i]!] !== all) listed.add(gained[i]!, gainedBy[i]!);
+  }
+  await sendGroups(sender, [releasesLosing, unlisted, releasesGaining, listed], () => {});
 }
 
 /** The ids a unit's names have: by relationId for users and releases, by name index for the relation columns. */
@@ -715,7 +776,6 @@ function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
           users: unit.users,
           unlink: unit.unlink,
           deletes: unit.deletes,
-          releases: unit.releases,
           trims: unit.trims,
           emptied: unit.emptied,
           then: unit.then,
@@ -737,6 +797,11 @@ function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
     ["friendDeleteB", unit.friendDeletes.b],
     ["followDeleteFrom", unit.followDeletes.from],
     ["followDeleteTo", unit.followDeletes.to],
+    ["releaseIds", unit.releases.ids],
+    ["releaseLostBy", unit.releases.lostBy],
+    ["releaseLost", unit.releases.lost],
+    ["releaseGainedBy", unit.releases.gainedBy],
+    ["releaseGained", unit.releases.gained],
   ]);
 }
 
@@ -761,6 +826,9 @@ function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
   checkColumns(names, u32("followFrom"), u32("followTo"));
   checkColumns(names, u32("friendDeleteA"), u32("friendDeleteB"));
   checkColumns(names, u32("followDeleteFrom"), u32("followDeleteTo"));
+  const releaseIds = f64("releaseIds");
+  checkColumns(releaseIds.length, u32("releaseLostBy"), u32("releaseLost"));
+  checkColumns(releaseIds.length, u32("releaseGainedBy"), u32("releaseGained"));
   return {
     records: json.records,
     erase: json.erase,
@@ -775,7 +843,7 @@ function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
     deleteIds: f64("deleteIds"),
     assets: { contracts: json.assets.contracts.map(unpair), nfts: json.assets.nfts.map(unpair) },
     owners: new Map(json.owners),
-    releases: json.releases,
+    releases: { ids: releaseIds, lostBy: u32("releaseLostBy"), lost: u32("releaseLost"), gainedBy: u32("releaseGainedBy"), gained: u32("releaseGained") },
     trims: json.trims,
     emptied: json.emptied,
     then: json.then,
@@ -786,20 +854,24 @@ function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
  * The layout of a journalled unit (its parts and their meaning), written into it: a unit of another
  * layout (from an older relgraph) is refused rather than applied wrong.
  */
-const UNIT_FORMAT = 2;
+const UNIT_FORMAT = 3;
 
 /** Thrown when the journal holds a unit this relgraph cannot apply as written; nothing was applied. */
 export class JournalFormatError extends Error {
   override name = "JournalFormatError";
 }
 
-/** Refuses columns of a journalled unit that differ in length or index past its names (the description column is checked for length only). */
-function checkColumns(names: number, first: Uint32Array, second: Uint32Array, third?: Uint32Array): void {
+/**
+ * Refuses columns of a journalled unit that differ in length or index past the list they index
+ * (relation columns: its names; release changes: their users). The description column is checked
+ * for length only.
+ */
+function checkColumns(listLength: number, first: Uint32Array, second: Uint32Array, third?: Uint32Array): void {
   if (second.length !== first.length || (third !== undefined && third.length !== first.length)) {
-    throw new JournalFormatError("the write journal's relation columns differ in length");
+    throw new JournalFormatError("the write journal's columns differ in length");
   }
   for (let i = 0; i < first.length; i++) {
-    if (first[i]! >= names || second[i]! >= names) throw new JournalFormatError("the write journal's relation columns name no relationId");
+    if (first[i]! >= listLength || second[i]! >= listLength) throw new JournalFormatError("the write journal's columns index past their list");
   }
 }
 
@@ -811,7 +883,6 @@ interface JournalledCommands {
   users: string[][];
   unlink: string[][];
   deletes: string[][];
-  releases: string[][];
   trims: UserId[];
   emptied: [AssetKind, string][];
   then: string[][];
