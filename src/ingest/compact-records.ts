@@ -1,10 +1,10 @@
 /*
  * Friend and follow records, upserts and deletes, are most of a load and of a change feed (87% of the
- * bench's 11.7M records; 80% of its change mix). Reading each line as a string and then as JSON, and
+ * bench's 11.7M records; 80% of its change mix), and releases most of the rest (10% of the mix). Reading each line as a string and then as JSON, and
  * each of its relationIds as a string of its own, was most of the writer's parsing time. Lines in the
  * compact form JSON.stringify writes (no spaces, the fields in the contract's order), whose
  * relationIds match the relationId pattern and whose description holds no quote, backslash or control
- * character, are read here in their bytes; every other line, valid or not, is read as JSON text.
+ * character, are read here in their bytes (CompactEdge; CompactRelease for releases); every other line, valid or not, is read as JSON text.
  *
  * In a matched line every string's JSON value is its raw text, so a matched line means exactly what
  * JSON.parse would read from it: validation sees no difference (test/ingest/compact-records.test.ts
@@ -19,6 +19,12 @@ const FOLLOW_DELETE = bytesOf('{"op":"delete","type":"follow","from":"');
 const FRIEND_B = bytesOf('","b":"');
 const FOLLOW_TO = bytesOf('","to":"');
 const DESCRIPTION = bytesOf('","description":"');
+const RELEASE_UPSERT = bytesOf('{"type":"release","relationId":"');
+const RELEASE_DELETE = bytesOf('{"op":"delete","type":"release","relationId":"');
+const PEERS_ALL = bytesOf('","peers":"*"}');
+const PEERS_LIST = bytesOf('","peers":[');
+const COMMA = 0x2c;
+const CLOSE_LIST = 0x5d;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const CLOSE = 0x7d;
@@ -95,6 +101,81 @@ export class CompactEdge {
     this.secondStart = this.firstEnd + between.length;
     this.secondEnd = relationIdEnd(bytes, this.secondStart, end);
     return this.secondEnd >= 0;
+  }
+}
+
+/**
+ * Where the parts of a compact release line are in its bytes: `{"type":"release","relationId":"…",
+ * "peers":…}` with "*" or a list of relationIds, or the delete `{"op":"delete","type":"release",
+ * "relationId":"…"}`. One is reused for every line.
+ */
+export class CompactRelease {
+  remove = false;
+  /** Whether the peers are "*". */
+  all = false;
+  relationIdStart = 0;
+  relationIdEnd = 0;
+  /** How many peers the list names (0 for "*" and deletes), and where each is: ASCII bytes. */
+  peers = 0;
+  peerStarts = new Uint32Array(16);
+  peerEnds = new Uint32Array(16);
+
+  /** Reads bytes[start, end) (one line, without its line break); false when it is not in a compact form. */
+  read(bytes: Buffer, start: number, end: number): boolean {
+    this.all = false;
+    this.peers = 0;
+    if (startsWith(bytes, start, end, RELEASE_DELETE)) {
+      this.remove = true;
+      if (!this.#relationId(bytes, start + RELEASE_DELETE.length, end)) return false;
+      return closes(bytes, this.relationIdEnd, end);
+    }
+    if (!startsWith(bytes, start, end, RELEASE_UPSERT)) return false;
+    this.remove = false;
+    if (!this.#relationId(bytes, start + RELEASE_UPSERT.length, end)) return false;
+    const at = this.relationIdEnd;
+    if (startsWith(bytes, at, end, PEERS_ALL)) {
+      this.all = true;
+      return at + PEERS_ALL.length === end;
+    }
+    if (!startsWith(bytes, at, end, PEERS_LIST)) return false;
+    return this.#peerList(bytes, at + PEERS_LIST.length, end);
+  }
+
+  #relationId(bytes: Buffer, at: number, end: number): boolean {
+    this.relationIdStart = at;
+    this.relationIdEnd = relationIdEnd(bytes, at, end);
+    return this.relationIdEnd >= 0;
+  }
+
+  /** Reads `"a","b"]}` (or `]}`) from `at` to the end of the line. */
+  #peerList(bytes: Buffer, at: number, end: number): boolean {
+    // Every byte read is checked to be before `end`: the buffer may go on past the line.
+    let i = at;
+    if (i < end && bytes[i] !== CLOSE_LIST) {
+      for (;;) {
+        if (i >= end || bytes[i] !== QUOTE) return false;
+        const peerEnd = relationIdEnd(bytes, i + 1, end);
+        if (peerEnd < 0 || peerEnd >= end || bytes[peerEnd] !== QUOTE) return false;
+        this.#addPeer(i + 1, peerEnd);
+        i = peerEnd + 1;
+        if (i >= end || bytes[i] !== COMMA) break;
+        i++;
+      }
+    }
+    return i + 2 === end && bytes[i] === CLOSE_LIST && bytes[i + 1] === CLOSE;
+  }
+
+  #addPeer(start: number, end: number): void {
+    if (this.peers === this.peerStarts.length) {
+      const starts = new Uint32Array(2 * this.peers);
+      const ends = new Uint32Array(2 * this.peers);
+      starts.set(this.peerStarts);
+      ends.set(this.peerEnds);
+      this.peerStarts = starts;
+      this.peerEnds = ends;
+    }
+    this.peerStarts[this.peers] = start;
+    this.peerEnds[this.peers++] = end;
   }
 }
 

@@ -33,7 +33,7 @@ import { FollowColumns, FriendColumns, identitiesOf, sortedByKey } from "../stor
 import { TextIndex } from "../store/text-index.js";
 import type { GraphStore, IngestBatch, UserInput } from "../store/store.js";
 import { float64Column, int32Column, uint32Column, uint8Column, type NumberColumn } from "./columns.js";
-import { CompactEdge } from "./compact-records.js";
+import { CompactEdge, CompactRelease } from "./compact-records.js";
 
 /** What validation reads from the store: whether referenced users and claimed identities exist, and what deleted users held. */
 export type StoredGraph = Pick<GraphStore, "resolve" | "resolveRelationIds" | "relationIds" | "users">;
@@ -172,6 +172,7 @@ class Validation implements LoadValidator {
   private readonly addressIntern = new Map<string, string>();
   private readonly releases = new Map<number, ReleaseRecord>();
   private readonly compactEdge = new CompactEdge();
+  private readonly compactRelease = new CompactRelease();
 
   constructor(
     private readonly sources: readonly string[],
@@ -193,10 +194,35 @@ class Validation implements LoadValidator {
   }
 
   addLineBytes(bytes: Buffer, start: number, end: number, source: number, line: number): void {
-    const edge = this.compactEdge;
-    if (!edge.read(bytes, start, end) || !this.addCompactEdge(bytes, edge, source * LINE_SPAN + line)) {
-      this.addLine(bytes.toString("utf8", start, end), source, line);
+    const at = source * LINE_SPAN + line;
+    if (this.compactEdge.read(bytes, start, end)) {
+      if (this.addCompactEdge(bytes, this.compactEdge, at)) return;
+    } else if (this.compactRelease.read(bytes, start, end) && this.addCompactRelease(bytes, this.compactRelease, at)) {
+      return;
     }
+    this.addLine(bytes.toString("utf8", start, end), source, line);
+  }
+
+  /**
+   * What addRelease does with the record, from its bytes: the same release, names numbered in the
+   * same order (the releasing user, then each peer once, in order). False, with nothing done, for a
+   * list that names the releasing user, left to the general path to report.
+   */
+  private addCompactRelease(bytes: Buffer, release: CompactRelease, at: number): boolean {
+    const { relationIdStart, relationIdEnd, peerStarts, peerEnds } = release;
+    for (let k = 0; k < release.peers; k++) {
+      if (spellSame(bytes, peerStarts[k]!, peerEnds[k]!, relationIdStart, relationIdEnd)) return false;
+    }
+    this.records++;
+    const idx = this.relationIds.indexOfBytes(bytes, relationIdStart, relationIdEnd);
+    let peers: "*" | number[] = "*";
+    if (!release.all) {
+      const listed: number[] = [];
+      for (let k = 0; k < release.peers; k++) listed.push(this.relationIds.indexOfBytes(bytes, peerStarts[k]!, peerEnds[k]!));
+      peers = listed.length > 1 ? [...new Set(listed)] : listed;
+    }
+    this.setRelease(idx, peers, at, release.remove);
+    return true;
   }
 
   /**
@@ -395,8 +421,12 @@ class Validation implements LoadValidator {
       fail('"peers" must be "*" or an array of relationIds');
     }
     const idx = this.relationIds.indexOf(relationId);
+    this.setRelease(idx, peers === "*" ? "*" : peers.map((peer) => this.relationIds.indexOf(peer)), at, op === DELETE);
+  }
+
+  private setRelease(idx: number, peers: "*" | number[], at: number, withdraw: boolean): void {
     // A release replaces the user's whole release, so only the latest one counts.
-    this.releases.set(idx, { relationId: idx, peers: peers === "*" ? "*" : peers.map((peer) => this.relationIds.indexOf(peer)), at, withdraw: op === DELETE });
+    this.releases.set(idx, { relationId: idx, peers, at, withdraw });
   }
 
   private addressList(value: unknown): string[] {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompactEdge } from "../../src/ingest/compact-records.js";
+import { CompactEdge, CompactRelease } from "../../src/ingest/compact-records.js";
 import { ingestRecords, IngestValidationError } from "../../src/ingest/ingest.js";
 import { createPrng } from "../../src/ingest/prng.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
@@ -68,6 +68,61 @@ describe("the byte reading of compact friend and follow lines", () => {
   });
 });
 
+const release = (relationId: string, peers: string[] | "*") => JSON.stringify({ type: "release", relationId, peers });
+const releaseDelete = (relationId: string) => JSON.stringify({ op: "delete", type: "release", relationId });
+
+/** What CompactRelease reads of a line, as text; null when it leaves the line to JSON. */
+function readRelease(line: string): Record<string, unknown> | null {
+  const bytes = Buffer.from(line);
+  const compact = new CompactRelease();
+  if (!compact.read(bytes, 0, bytes.length)) return null;
+  const text = (start: number, end: number) => bytes.toString("utf8", start, end);
+  const peers = Array.from({ length: compact.peers }, (_, k) => text(compact.peerStarts[k]!, compact.peerEnds[k]!));
+  return { remove: compact.remove, relationId: text(compact.relationIdStart, compact.relationIdEnd), peers: compact.all ? "*" : peers };
+}
+
+describe("the byte reading of compact release lines", () => {
+  const many = Array.from({ length: 40 }, (_, k) => `p${k}`);
+  it.each([
+    [release("u1", ["u2", "u3"]), { remove: false, relationId: "u1", peers: ["u2", "u3"] }],
+    [release("u1", []), { remove: false, relationId: "u1", peers: [] }],
+    [release("u1", "*"), { remove: false, relationId: "u1", peers: "*" }],
+    [release("a-b_C", ["x", "x"]), { remove: false, relationId: "a-b_C", peers: ["x", "x"] }],
+    [release("u1", many), { remove: false, relationId: "u1", peers: many }],
+    [releaseDelete("u7"), { remove: true, relationId: "u7", peers: [] }],
+  ])("reads %s", (line, expected) => {
+    expect(readRelease(line)).toEqual(expected);
+  });
+
+  it.each([
+    ["spaces between tokens", '{"type": "release", "relationId": "u1", "peers": ["u2"]}'],
+    ["a space in the list", '{"type":"release","relationId":"u1","peers":["u2", "u3"]}'],
+    ["a trailing comma", '{"type":"release","relationId":"u1","peers":["u2",]}'],
+    ["a number for a peer", '{"type":"release","relationId":"u1","peers":[2]}'],
+    ["peers of another string", '{"type":"release","relationId":"u1","peers":"all"}'],
+    ["an unclosed list", '{"type":"release","relationId":"u1","peers":["u2"}'],
+    ["an empty peer", release("u1", [""])],
+    ["a peer with a dot", release("u1", ["a.b"])],
+    ["a peer of 65 characters", release("u1", ["a".repeat(65)])],
+    ["an escaped peer", '{"type":"release","relationId":"u1","peers":["\\u0061"]}'],
+    ["peers on a delete", '{"op":"delete","type":"release","relationId":"u1","peers":[]}'],
+    ["a missing peers field", '{"type":"release","relationId":"u1"}'],
+    ['"op":"upsert" spelled out', '{"op":"upsert","type":"release","relationId":"u1","peers":"*"}'],
+    ["trailing text", `${release("u1", ["u2"])}x`],
+    ["a cut line", '{"type":"release","relationId":"u1","peers":["u2"'],
+  ])("leaves a line with %s to JSON", (_, line) => {
+    expect(readRelease(line)).toBeNull();
+  });
+
+  it("reads no further than the line's end, whatever the buffer holds after it", () => {
+    const line = '{"type":"release","relationId":"u1","peers":[';
+    const bytes = Buffer.from(`${line}"u2"]}`);
+    expect(new CompactRelease().read(bytes, 0, line.length)).toBe(false);
+    const cut = '{"type":"release","relationId":"u1","peers":["u2"';
+    expect(new CompactRelease().read(Buffer.from(`${cut}]}`), 0, cut.length)).toBe(false);
+  });
+});
+
 describe("validation of lines as bytes and as text", () => {
   let store: GraphStore;
   const stored = ["u1", "u2", "u3", "u4"];
@@ -113,16 +168,22 @@ describe("validation of lines as bytes and as text", () => {
       () => `${text()}{"type":"friend","a":"${id()}","b":"${id()}"}`,
       () => JSON.stringify(userLine(rng.int(2) === 0 ? "u5" : "u6", [addr(`e${rng.int(3)}`)])),
       () => JSON.stringify({ op: "delete", type: "user", relationId: id() }),
+      () => `{"type":"release","relationId":"${id()}","peers":[${Array.from({ length: rng.int(4) }, () => `"${id()}"`).join(",")}]}`,
+      () => `{"type":"release","relationId":"${id()}","peers":${rng.int(2) === 0 ? '"*"' : `["${id()}"${text()}]`}}`,
+      () => `{"op":"delete","type":"release","relationId":"${id()}"}${rng.int(3) === 0 ? text() : ""}`,
       () => "",
     ];
     const edge = new CompactEdge();
+    const compactRelease = new CompactRelease();
     let compact = 0;
+    let compactReleases = 0;
     let valid = 0;
     for (let trial = 0; trial < 400; trial++) {
       const lines = Array.from({ length: 1 + rng.int(12) }, () => templates[rng.int(templates.length)]!());
       for (const line of lines) {
         const bytes = Buffer.from(line);
         if (edge.read(bytes, 0, bytes.length)) compact++;
+        if (compactRelease.read(bytes, 0, bytes.length)) compactReleases++;
       }
       const asText = await outcome(lines, "text");
       expect(await outcome(lines, "bytes")).toEqual(asText);
@@ -130,6 +191,7 @@ describe("validation of lines as bytes and as text", () => {
     }
     // Both ways must have been exercised: compact lines, and loads that pass as well as fail.
     expect(compact).toBeGreaterThan(500);
+    expect(compactReleases).toBeGreaterThan(200);
     expect(valid).toBeGreaterThan(40);
     expect(valid).toBeLessThan(360);
   });
