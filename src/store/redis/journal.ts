@@ -94,27 +94,37 @@ async function clearUnit(redis: RedisConnection, unit: string, chunks: number): 
   await redis.send(JOURNAL, ["DEL", JOURNAL]);
 }
 
-/** [u32 length of the table][table JSON][each part's bytes, in table order]. */
+/**
+ * [u32 length of the table][table JSON][each part's bytes, in table order], written into one buffer
+ * sized first: a unit's JSON is tens of MB, and encoding each part on its own and then joining them
+ * copied all of it twice more.
+ */
 function encode(parts: Map<string, JournalPart>): Buffer {
   const table: PartEntry[] = [];
-  const bodies: Buffer[] = [];
+  const bodies: (Uint8Array | string)[] = [];
   for (const [name, part] of parts) {
-    let body: Buffer;
-    let kind: PartEntry["kind"];
     if (part instanceof Uint32Array || part instanceof Float64Array) {
-      kind = part instanceof Uint32Array ? "u32" : "f64";
-      body = Buffer.from(part.buffer, part.byteOffset, part.byteLength);
+      table.push({ name, kind: part instanceof Uint32Array ? "u32" : "f64", bytes: part.byteLength });
+      bodies.push(new Uint8Array(part.buffer, part.byteOffset, part.byteLength));
     } else {
-      kind = "json";
-      body = Buffer.from(JSON.stringify(part.json));
+      const json = JSON.stringify(part.json);
+      table.push({ name, kind: "json", bytes: Buffer.byteLength(json) });
+      bodies.push(json);
     }
-    table.push({ name, kind, bytes: body.length });
-    bodies.push(body);
   }
-  const head = Buffer.from(JSON.stringify(table));
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(head.length);
-  return Buffer.concat([length, head, ...bodies]);
+  const head = JSON.stringify(table);
+  const headBytes = Buffer.byteLength(head);
+  const encoded = Buffer.allocUnsafe(4 + headBytes + table.reduce((sum, entry) => sum + entry.bytes, 0));
+  encoded.writeUInt32LE(headBytes, 0);
+  let at = 4 + encoded.write(head, 4);
+  for (const body of bodies) {
+    if (typeof body === "string") at += encoded.write(body, at);
+    else {
+      encoded.set(body, at);
+      at += body.byteLength;
+    }
+  }
+  return encoded;
 }
 
 function decode(encoded: Buffer): Map<string, JournalPart> {
