@@ -9,10 +9,10 @@ import type { IngestTarget } from "../ingest/ingest.js";
 import type { GraphStore } from "../store/store.js";
 import type { IngestBatch } from "../store/store.js";
 
-/** One stream entry to apply: its stream id, and its records as JSON Lines (one line for `record`). */
+/** One stream entry to apply: its stream id, and its records as JSON Lines in UTF-8 (one line for `record`). */
 export interface FeedEntry {
   id: string;
-  text: string;
+  bytes: Buffer;
 }
 
 /** An entry that was not applied, and why, in words for the rejected stream. */
@@ -71,10 +71,9 @@ type Outcome = { kind: "valid"; batch: IngestBatch } | { kind: "invalid"; reason
 
 async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promise<Outcome> {
   const validator = createLoadValidator({ sources: entries.map((entry) => entry.id), maxErrors: ERRORS_PER_ROUND });
-  entries.forEach((entry, source) => {
-    // As bytes, so that the compact records are read without a string each (validate.ts). The text
-    // came from Redis as UTF-8, so it encodes back to the same characters. Lines end at LF only.
-    const bytes = Buffer.from(entry.text, "utf8");
+  entries.forEach(({ bytes }, source) => {
+    // As bytes, as Redis holds them, so that the compact records are read without a string each
+    // (validate.ts). Lines end at LF only.
     let line = 0;
     for (let start = 0; start <= bytes.length; ) {
       const lf = bytes.indexOf(0x0a, start);
@@ -98,7 +97,7 @@ async function validate(store: FeedTarget, entries: readonly FeedEntry[]): Promi
       const entry = byId.get(id);
       if (!entry) continue;
       const list = reasons.get(id) ?? [];
-      list.push(entry.text.includes("\n") && line !== undefined ? `line ${line}: ${reason}` : reason);
+      list.push(entry.bytes.includes(0x0a) && line !== undefined ? `line ${line}: ${reason}` : reason);
       reasons.set(id, list);
     }
     if (reasons.size === 0) throw error;

@@ -164,11 +164,11 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     for (const entry of entries) {
       // Deleted from the stream (XDEL, trimming) after delivery: nothing left to apply.
       if (entry.fields === null) continue;
-      const decoded = decodeEntry(entry as StreamEntry & { fields: [string, string][] });
+      const decoded = decodeEntry(entry as StreamEntry & { fields: [string, Buffer][] });
       if (decoded.records === undefined) {
         rejected.push(decoded);
       } else {
-        live.push({ id: decoded.id, text: decoded.text });
+        live.push({ id: decoded.id, bytes: decoded.bytes });
         recordsOf.set(decoded.id, decoded.records);
       }
     }

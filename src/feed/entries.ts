@@ -14,10 +14,10 @@ export type DecodedEntry = (FeedEntry & { records: number }) | (RejectedEntry & 
  * (one JSON record) and `records` (JSON Lines); other fields are the producer's and ignored.
  * Whether the records are JSON, and valid, is for the validator to say.
  */
-export function decodeEntry(entry: StreamEntry & { fields: [string, string][] }): DecodedEntry {
+export function decodeEntry(entry: StreamEntry & { fields: [string, Buffer][] }): DecodedEntry {
   const { id, fields } = entry;
-  const record: [string, string][] = [];
-  const records: [string, string][] = [];
+  const record: [string, Buffer][] = [];
+  const records: [string, Buffer][] = [];
   for (const field of fields) {
     if (field[0] === RECORD_FIELD) record.push(field);
     else if (field[0] === RECORDS_FIELD) records.push(field);
@@ -26,35 +26,39 @@ export function decodeEntry(entry: StreamEntry & { fields: [string, string][] })
   if (record.length > 0 && records.length > 0) return { id, reason: `the entry has both a "${RECORD_FIELD}" and a "${RECORDS_FIELD}" field; send one` };
   if (record.length + records.length > 1) return { id, reason: `the entry has the field "${record.length > 0 ? RECORD_FIELD : RECORDS_FIELD}" more than once` };
   if (record.length === 1) {
-    const text = withoutByteOrderMark(record[0]![1]).trimEnd();
+    // One record: read as text, where trimming knows every kind of white space.
+    const text = withoutByteOrderMark(record[0]![1]).toString("utf8").trimEnd();
     if (text.trim() === "") return { id, reason: `"${RECORD_FIELD}" is empty` };
     if (text.includes("\n")) return { id, reason: `"${RECORD_FIELD}" holds more than one line; send JSON Lines in "${RECORDS_FIELD}"` };
-    return { id, text, records: 1 };
+    return { id, bytes: Buffer.from(text), records: 1 };
   }
   // JSON Lines of no record, as an empty file is to `relgraph ingest`: valid, and applied as nothing
   // (acknowledged, not rejected), so that a producer flushing an empty batch raises no alarm.
-  const text = withoutByteOrderMark(records[0]![1]);
-  return { id, text, records: countLines(text) };
+  const bytes = withoutByteOrderMark(records[0]![1]);
+  return { id, bytes, records: countLines(bytes) };
 }
+
+/** UTF-8 of U+FEFF, the byte-order mark. */
+const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
 
 /**
- * The entry's text without a leading byte-order mark: the ingestion format tolerates one at the
+ * The entry's bytes without a leading byte-order mark: the ingestion format tolerates one at the
  * start of a file (readLines), and `records "$(cat changes.jsonl)"` of such a file carries it.
  */
-function withoutByteOrderMark(text: string): string {
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+function withoutByteOrderMark(bytes: Buffer): Buffer {
+  return BYTE_ORDER_MARK.every((byte, i) => bytes[i] === byte) ? bytes.subarray(BYTE_ORDER_MARK.length) : bytes;
 }
 
-/** Non-blank lines of JSON Lines text, counted without splitting it. */
-export function countLines(text: string): number {
+/** Non-blank lines of JSON Lines, counted without splitting them: a line of spaces, tabs and CRs is blank. */
+export function countLines(bytes: Buffer): number {
   let count = 0;
   let start = 0;
-  while (start <= text.length) {
-    let end = text.indexOf("\n", start);
-    if (end === -1) end = text.length;
+  while (start <= bytes.length) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end === -1) end = bytes.length;
     for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
-      if (c !== 32 && c !== 9 && c !== 13) {
+      const byte = bytes[i]!;
+      if (byte !== 32 && byte !== 9 && byte !== 13) {
         count++;
         break;
       }

@@ -1,10 +1,14 @@
-import { createClient, createCluster } from "redis";
+import { RESP_TYPES, createClient, createCluster } from "redis";
 import type { RedisStoreOptions } from "../store/redis/connection.js";
 
-/** A stream entry as Redis returns it: its id and its field-value pairs, or null once deleted from the stream. */
+/**
+ * A stream entry as Redis returns it: its id and its field-value pairs, or null once deleted from
+ * the stream. Values stay bytes: the records in them are read where they lie (validate.ts), rather
+ * than decoded to text and encoded back.
+ */
 export interface StreamEntry {
   id: string;
-  fields: [string, string][] | null;
+  fields: [string, Buffer][] | null;
 }
 
 /** One pending entry of the group, as XPENDING reports it. */
@@ -47,7 +51,7 @@ export interface FeedStream {
   /** Removes a consumer from the group (with its pending entries: only for one that holds none). */
   forget(name: string): Promise<void>;
   /** Appends a record of a rejected entry to the rejected stream, which keeps only the newest maxRejected. */
-  reject(id: string, reason: string, fields: readonly [string, string][]): Promise<void>;
+  reject(id: string, reason: string, fields: readonly [string, Buffer][]): Promise<void>;
   /** The group's lag; null when the group does not exist. */
   lag(): Promise<GroupLag | null>;
   /**
@@ -79,8 +83,11 @@ export interface FeedStreamOptions {
 /** Records the rejected stream keeps unless told otherwise: room for a long outage's worth, bounded. */
 export const DEFAULT_MAX_REJECTED = 100_000;
 
-type Reply = string | number | null | Reply[];
-type Send = (key: string, args: string[]) => Promise<Reply>;
+type Reply = string | Buffer | number | null | Reply[];
+type Send = (key: string, args: (string | Buffer)[]) => Promise<Reply>;
+
+/** node-redis's reply mapping for replies read as bytes. */
+const BYTES = { [RESP_TYPES.BLOB_STRING]: Buffer };
 
 /** Ids acknowledged or claimed per command. */
 const IDS_PER_COMMAND = 1_000;
@@ -144,7 +151,7 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       const args = ["XREADGROUP", "GROUP", group, consumer, "COUNT", String(count)];
       if (blockMs > 0) args.push("BLOCK", String(blockMs));
       args.push("STREAMS", key, ">");
-      const reply = (await (blockMs > 0 ? reads : commands).send(key, args)) as [string, Reply[]][] | null;
+      const reply = (await (blockMs > 0 ? reads : commands).sendForBytes(key, args)) as [Buffer, Reply[]][] | null;
       return reply === null || reply.length === 0 ? [] : entriesOf(reply[0]![1]);
     },
     async ack(ids) {
@@ -158,7 +165,7 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       return reply.map(([id, owner, idleMs, deliveries]) => ({ id, consumer: owner, idleMs: Number(idleMs), deliveries: Number(deliveries) }));
     },
     async claim(ids, minIdleMs) {
-      const replies = await Promise.all(chunked(ids).map((part) => send(key, ["XCLAIM", key, group, consumer, String(minIdleMs), ...part])));
+      const replies = await Promise.all(chunked(ids).map((part) => commands.sendForBytes(key, ["XCLAIM", key, group, consumer, String(minIdleMs), ...part])));
       // Redis 7 drops deleted entries from the pending list and leaves them out; older ones answer nil.
       return replies.flatMap((reply) => entriesOf((reply as Reply[]).filter((item) => item !== null)));
     },
@@ -209,17 +216,20 @@ function chunked(ids: readonly string[]): string[][] {
   return parts;
 }
 
+/** Entries of a reply read as bytes: ids and field names as text, values as they are. */
 function entriesOf(items: Reply[]): StreamEntry[] {
-  return (items as [string, Reply[] | null][]).map(([id, flat]) => {
-    if (flat === null) return { id, fields: null };
-    const fields: [string, string][] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([String(flat[i]), String(flat[i + 1])]);
-    return { id, fields };
+  return (items as [Buffer, Buffer[] | null][]).map(([id, flat]) => {
+    if (flat === null) return { id: id.toString(), fields: null };
+    const fields: [string, Buffer][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i]!.toString(), flat[i + 1]!]);
+    return { id: id.toString(), fields };
   });
 }
 
 interface Connection {
   send: Send;
+  /** The same, with the reply's strings as bytes. */
+  sendForBytes: Send;
   close(): Promise<void>;
 }
 
@@ -245,6 +255,7 @@ async function connect(redis: RedisStoreOptions): Promise<Connection> {
     connected = true;
     return {
       send: (key, args) => cluster.sendCommand<Reply>(key, false, args),
+      sendForBytes: (key, args) => cluster.sendCommand<Reply>(key, false, args, { typeMapping: BYTES }),
       close: () => quietly(() => cluster.close()),
     };
   }
@@ -254,6 +265,7 @@ async function connect(redis: RedisStoreOptions): Promise<Connection> {
   connected = true;
   return {
     send: (_key, args) => client.sendCommand<Reply>(args),
+    sendForBytes: (_key, args) => client.sendCommand<Reply>(args, { typeMapping: BYTES }),
     close: () => quietly(() => client.close()),
   };
 }

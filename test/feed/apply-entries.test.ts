@@ -8,7 +8,7 @@ import { addr } from "../ingest/helpers.js";
 const A = addr("a1");
 
 function entry(id: string, ...records: object[]): FeedEntry {
-  return { id, text: records.map((value) => JSON.stringify(value)).join("\n") };
+  return { id, bytes: Buffer.from(records.map((value) => JSON.stringify(value)).join("\n")) };
 }
 
 function user(relationId: string, addresses: string[] = [], name = ""): object {
@@ -39,7 +39,7 @@ describe("applyEntries, the feed's apply step", () => {
       entry("2-0", user("u2"), { type: "follow", from: "u2", to: "u2" }, { type: "nft" }),
       entry("3-0", { type: "follow", from: "u2", to: "u1" }),
       entry("4-0", { type: "follow", from: "u1", to: "u1" }),
-      { id: "5-0", text: "{" },
+      { id: "5-0", bytes: Buffer.from("{") },
       entry("6-0", user("u3"), { type: "follow", from: "u3", to: "u1" }),
     ]);
     expect(rejected.map((item) => item.id)).toEqual(["2-0", "3-0", "4-0", "5-0"]);
@@ -92,7 +92,13 @@ describe("applyEntries, the feed's apply step", () => {
 });
 
 describe("decodeEntry", () => {
-  const decode = (fields: [string, string][]) => decodeEntry({ id: "1-0", fields });
+  /** The entry of these fields decoded, its bytes shown as text. */
+  const decode = (fields: [string, string | Buffer][]) => {
+    const decoded = decodeEntry({ id: "1-0", fields: fields.map(([name, value]) => [name, Buffer.from(value)]) });
+    if (decoded.records === undefined) return decoded;
+    const { bytes, ...rest } = decoded;
+    return { ...rest, text: bytes.toString() };
+  };
 
   it("takes one record from `record` and JSON Lines from `records`, ignoring other fields", () => {
     expect(decode([["record", '{"type":"user"}\n'], ["source", "crm"]])).toEqual({ id: "1-0", text: '{"type":"user"}', records: 1 });
@@ -113,9 +119,19 @@ describe("decodeEntry", () => {
     expect(decode([["records", "\uFEFF{}\r\n{}"]])).toEqual({ id: "1-0", text: "{}\r\n{}", records: 2 });
     expect(decode([["record", "\uFEFF{}"]])).toEqual({ id: "1-0", text: "{}", records: 1 });
     expect(decode([["record", "\uFEFF"]])).toEqual({ id: "1-0", reason: '"record" is empty' });
+    // A mark anywhere else is the record's, and a lone first byte of one is not a mark.
+    expect(decode([["records", "{}\n\uFEFF{}"]])).toEqual({ id: "1-0", text: "{}\n\uFEFF{}", records: 2 });
+    expect(decode([["records", Buffer.from([0xef, 0x7b, 0x7d])]])).toEqual({ id: "1-0", text: "\uFFFD{}", records: 1 });
+  });
+
+  it("keeps the bytes of a `records` entry as Redis holds them, invalid UTF-8 too, for the validator to read", () => {
+    const bytes = Buffer.from([0x7b, 0xff, 0x7d]);
+    const decoded = decodeEntry({ id: "1-0", fields: [["records", bytes]] });
+    expect(decoded).toEqual({ id: "1-0", bytes, records: 1 });
   });
 
   it("counts non-blank lines", () => {
-    expect([countLines(""), countLines("a"), countLines("a\n"), countLines("a\r\n\t\nb"), countLines("\n\n")]).toEqual([0, 1, 1, 2, 0]);
+    const count = (text: string) => countLines(Buffer.from(text));
+    expect([count(""), count("a"), count("a\n"), count("a\r\n\t\nb"), count("\n\n"), count("\u00A0")]).toEqual([0, 1, 1, 2, 0, 1]);
   });
 });

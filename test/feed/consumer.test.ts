@@ -54,7 +54,7 @@ describe("the feed consumer", () => {
   it("keeps only the newest maxRejected records in the rejected stream", async () => {
     const capped = await connectFeedStream({ redis: { url: server.url }, key: "feed:capped", group: "relgraph", consumer: "c", maxRejected: 3 });
     try {
-      for (let i = 0; i < 10; i++) await capped.reject(`${i}-0`, `bad ${i}`, [["record", "not json"]]);
+      for (let i = 0; i < 10; i++) await capped.reject(`${i}-0`, `bad ${i}`, [["record", Buffer.from("not json")]]);
       const kept = (await redis.send(capped.rejectedKey, ["XRANGE", capped.rejectedKey, "-", "+"])) as [string, string[]][];
       expect(kept.map(([, fields]) => fields[1])).toEqual(["7-0", "8-0", "9-0"]);
     } finally {
@@ -117,8 +117,8 @@ describe("the feed consumer", () => {
     const { rejected } = await applyEntries(
       store,
       [
-        { id: good, text: JSON.stringify({ type: "user", relationId: "a1", addresses: [] }) },
-        { id: bad, text: JSON.stringify({ type: "follow", from: "a1", to: "nobody" }) },
+        { id: good, bytes: Buffer.from(JSON.stringify({ type: "user", relationId: "a1", addresses: [] })) },
+        { id: bad, bytes: Buffer.from(JSON.stringify({ type: "follow", from: "a1", to: "nobody" })) },
       ],
       { acknowledge: { stream, group: "relgraph" } },
     );
