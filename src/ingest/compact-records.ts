@@ -1,17 +1,18 @@
 /*
  * Friend and follow records, upserts and deletes, are most of a load and of a change feed (87% of the
- * bench's 11.7M records; 80% of its change mix), and releases most of the rest (10% of the mix). Reading each line as a string and then as JSON, and
- * each of its relationIds as a string of its own, was most of the writer's parsing time. Lines in the
- * compact form JSON.stringify writes (no spaces, the fields in the contract's order), whose
- * relationIds match the relationId pattern and whose description holds no quote, backslash or control
- * character, are read here in their bytes (CompactEdge; CompactRelease for releases); every other line, valid or not, is read as JSON text.
+ * bench's 11.7M records; 80% of its change mix), and releases most of the rest (10% of the mix).
+ * Reading each line as a string and then as JSON, and each of its relationIds as a string of its own,
+ * was most of the writer's parsing time. Lines in the compact form JSON.stringify writes (no spaces,
+ * the fields in the contract's order), whose relationIds match the relationId pattern and whose
+ * description holds no quote, backslash or control character, are read here in their bytes
+ * (CompactEdge, CompactRelease); every other line, valid or not, is read as JSON text.
  *
  * In a matched line every string's JSON value is its raw text, so a matched line means exactly what
  * JSON.parse would read from it: validation sees no difference (test/ingest/compact-records.test.ts
  * checks that against the general path on random lines).
  */
 
-/** The four compact forms, by what they say. */
+/** The four compact forms of edges, by what they say, and the parts of all forms. */
 const FRIEND_UPSERT = bytesOf('{"type":"friend","a":"');
 const FRIEND_DELETE = bytesOf('{"op":"delete","type":"friend","a":"');
 const FOLLOW_UPSERT = bytesOf('{"type":"follow","from":"');

@@ -505,9 +505,9 @@ async function planAssetDeletes(
 /**
  * Release replacements as changes of members, in columns over one list of users (RELEASE_ALL is user
  * 0): what each release loses and gains against the state before the unit. Sent as SREM and SADD
- * rather than a DEL and a refill, so that a release is never seen empty while it is replaced, and
- * only what changes is sent; both are absolute, so the unit may be applied again. The reverse
- * index (released-to) changes with them.
+ * rather than a DEL and a refill, so that only what changes is sent and the peers a release keeps
+ * stay in it throughout; both are absolute, so the unit may be applied again. The reverse index
+ * (released-to) changes with them.
  */
 interface ReleaseChanges {
   /** The users the changes name, by index: releasers and peers. */
