@@ -1,3 +1,4 @@
+import { byteOrderMarkLength } from "../ingest/read-lines.js";
 import type { FeedEntry, RejectedEntry } from "./apply-entries.js";
 import type { StreamEntry } from "./stream.js";
 
@@ -38,15 +39,12 @@ export function decodeEntry(entry: StreamEntry & { fields: [string, Buffer][] })
   return { id, bytes, records: countLines(bytes) };
 }
 
-/** UTF-8 of U+FEFF, the byte-order mark. */
-const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
-
 /**
  * The entry's bytes without a leading byte-order mark: the ingestion format tolerates one at the
  * start of a file (readLines), and `records "$(cat changes.jsonl)"` of such a file carries it.
  */
 function withoutByteOrderMark(bytes: Buffer): Buffer {
-  return BYTE_ORDER_MARK.every((byte, i) => bytes[i] === byte) ? bytes.subarray(BYTE_ORDER_MARK.length) : bytes;
+  return bytes.subarray(byteOrderMarkLength(bytes, 0, bytes.length));
 }
 
 /** Non-blank lines of JSON Lines, counted without splitting them: a line of spaces, tabs and CRs is blank. */

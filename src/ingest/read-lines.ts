@@ -32,7 +32,7 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
     let afterCr = false;
     const emit = (bytes: Buffer, start: number, end: number) => {
       line++;
-      if (line === 1 && startsWithByteOrderMark(bytes, start, end)) start += BYTE_ORDER_MARK.length;
+      if (line === 1) start += byteOrderMarkLength(bytes, start, end);
       onLine(bytes, start, end, line);
     };
     const fail = (error: unknown): void => {
@@ -99,6 +99,11 @@ export function readLines(source: LineSource, onLine: (text: string, line: numbe
   return readByteLines(source, (bytes, start, end, line) => onLine(bytes.toString("utf8", start, end), line));
 }
 
-function startsWithByteOrderMark(bytes: Buffer, start: number, end: number): boolean {
-  return end - start >= 3 && bytes[start] === BYTE_ORDER_MARK[0] && bytes[start + 1] === BYTE_ORDER_MARK[1] && bytes[start + 2] === BYTE_ORDER_MARK[2];
+/**
+ * The length of the UTF-8 byte-order mark that bytes[start, end) begins with: 3, or 0 when there is
+ * none. The ingestion format drops one at the start of a file, and of a feed entry.
+ */
+export function byteOrderMarkLength(bytes: Buffer, start: number, end: number): number {
+  const marked = end - start >= 3 && bytes[start] === BYTE_ORDER_MARK[0] && bytes[start + 1] === BYTE_ORDER_MARK[1] && bytes[start + 2] === BYTE_ORDER_MARK[2];
+  return marked ? BYTE_ORDER_MARK.length : 0;
 }
