@@ -4,7 +4,7 @@ import { respConnections } from "../../src/fast/index.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
 import { connectRedis, type RedisConnection } from "../../src/store/redis/connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "../../src/store/redis/journal.js";
-import { JOURNAL, journalChunkKey, userSetKey } from "../../src/store/redis/keys.js";
+import { JOURNAL, journalChunkKey, RELATION_ID_INDEX, releaseKey, userSetKey } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { completeInterruptedWrite, JournalFormatError, writeBatch } from "../../src/store/redis/redis-write.js";
 import type { GraphStore, IngestBatch } from "../../src/store/store.js";
@@ -181,6 +181,35 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
       expect(await snapshot(broken.url)).toEqual(before);
     } finally {
       await broken.close();
+    }
+  });
+
+  it("a replaced release loses the peers it no longer names before it gains new ones", async () => {
+    const url = `${server.url}/7`;
+    const store = await createRedisStore({ url });
+    const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+    const monitor = createClient({ url });
+    await monitor.connect();
+    try {
+      await redis.send(undefined, ["FLUSHDB"]);
+      await writeBatch(redis, await validated(store, SEED));
+      const idOf = async (relationId: string) => (await redis.send<string>(RELATION_ID_INDEX, ["HGET", RELATION_ID_INDEX, relationId]))!;
+      const [u1, u2, u6] = await Promise.all(["u1", "u2", "u6"].map(idOf));
+      const seen: string[] = [];
+      await monitor.monitor((line) => seen.push(line));
+      // u1's release goes from u2 and u3 to u3 and u6 (CHANGES' last record).
+      await writeBatch(redis, await validated(store, CHANGES));
+      await redis.send(undefined, ["PING"]);
+      const key = `"${releaseKey(Number(u1))}"`;
+      // The plan reads the release too (SCARD, SMEMBERS): only the writes count here.
+      const onRelease = seen
+        .filter((line) => line.includes(key))
+        .map((line) => line.slice(line.indexOf('] "') + 2))
+        .filter((command) => /^"(SADD|SREM|DEL)"/.test(command));
+      expect(onRelease).toEqual([`"SREM" ${key} "${u2}"`, `"SADD" ${key} "${u6}"`]);
+    } finally {
+      await monitor.close();
+      await Promise.all([store.close(), redis.close()]);
     }
   });
 
