@@ -34,7 +34,8 @@ Options:
                           restarted consumer resumes its own entries at once (default HOST-PID)
   --from ID               where a group created now starts: 0, the whole stream (default); $, only
                           entries added from now on; or after the entry with that id
-  --batch N               most entries applied as one unit (default 10000)
+  --batch N               most entries applied as one unit (default 10000); a unit also holds
+                          about 64 MiB of records at most, judged by the entries read before
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
   --max-rejected N        records KEY:rejected keeps, the oldest making room (default ${DEFAULT_MAX_REJECTED})
   --metrics-port PORT     serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's,

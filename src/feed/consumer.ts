@@ -18,11 +18,15 @@ export interface FeedConsumerOptions {
   stream: FeedStream;
   /** Where a group created now starts: "0" the whole stream (default), "$" only entries added from now on. */
   startId?: string;
-  /** Entries asked for per read (default 1,000). */
+  /** Most entries asked for per read (default 1,000). */
   readCount?: number;
   /** Most entries applied as one unit (default 10,000); a full read is followed by more, without waiting, up to this. */
   unitEntries?: number;
-  /** Most bytes of records applied as one unit (default 16 MiB). */
+  /**
+   * Bytes of records a unit holds, at most (default 64 MiB), and so what a consumer holds in memory:
+   * each read asks for as many entries as fit, judged by the size of the entries read before it.
+   * Entries larger than those before them can take a unit past it, by at most that one read.
+   */
   unitBytes?: number;
   /** How long a read waits for new entries (default 1,000 ms); also how long a stop may wait. */
   blockMs?: number;
@@ -90,11 +94,13 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   const { store, stream, logger } = options;
   const readCount = options.readCount ?? 1_000;
   const unitEntries = options.unitEntries ?? 10_000;
-  const unitBytes = options.unitBytes ?? 16 * 2 ** 20;
+  const unitBytes = options.unitBytes ?? 64 * 2 ** 20;
   const blockMs = options.blockMs ?? 1_000;
   const maxDeliveries = options.maxDeliveries ?? 5;
   const progressMs = options.progressMs ?? 1_000;
   const forgetIdleMs = options.forgetIdleMs ?? 600_000;
+  // Bytes per entry of the last entries read; null until the first are.
+  let entryBytes: number | null = null;
   const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, lag: null, lastEntryAgeMs: null };
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -238,8 +244,10 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     const first = rest[0];
     if (!first) return null;
     const alone = first.deliveries > 1;
-    const ids = alone ? [first.id] : rest.filter((entry) => entry.deliveries === 1).map((entry) => entry.id);
+    // As many as a unit holds: the rest are taken in the next rounds, before anything newer.
+    const ids = alone ? [first.id] : rest.filter((entry) => entry.deliveries === 1).slice(0, Math.max(1, entriesThatFit(unitBytes))).map((entry) => entry.id);
     const entries = await stream.claim(ids, minIdleMs);
+    measure(entries);
     stats.claimed += entries.length;
     if (entries.length > 0) logger?.info({ entries: entries.length, from: [...new Set(rest.map((entry) => entry.consumer))] }, "claimed pending entries");
     return entries.length > 0 ? { entries, alone } : null;
@@ -254,19 +262,37 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     }
   }
 
-  /** New entries: one read, then more while reads come back full; none waits (waiting is waitForWork's). */
+  /**
+   * How many entries fit in `room` bytes, judged by the last entries read (at most readCount).
+   * Before any is read, a single one: its size tells how many more to ask for.
+   */
+  function entriesThatFit(room: number): number {
+    if (entryBytes === null) return 1;
+    return Math.min(readCount, Math.floor(room / Math.max(1, entryBytes)));
+  }
+
+  /** Learns the size of entries from those just read; returns their bytes of records. */
+  function measure(entries: readonly StreamEntry[]): number {
+    const bytes = sizeOf(entries);
+    if (entries.length > 0) entryBytes = bytes / entries.length;
+    return bytes;
+  }
+
+  /**
+   * New entries: one read, then more while reads come back full and the unit has room; none waits
+   * (waiting is waitForWork's).
+   */
   async function readNew(): Promise<Unit | null> {
-    const entries = await stream.read(readCount, 0);
-    let bytes = sizeOf(entries);
-    let full = entries.length === readCount;
-    while (full && entries.length < unitEntries && bytes < unitBytes && !stopping) {
-      // Ask for as many entries as the unit has room for, judged by the size of those read so far.
-      const room = Math.floor(((unitBytes - bytes) * entries.length) / Math.max(1, bytes));
-      const count = Math.max(1, Math.min(unitEntries - entries.length, room));
-      const more = await stream.read(count, 0);
-      for (const entry of more) entries.push(entry);
-      bytes += sizeOf(more);
-      full = more.length === count;
+    const entries: StreamEntry[] = [];
+    let bytes = 0;
+    for (;;) {
+      // A unit takes at least one entry, however large.
+      const count = Math.min(unitEntries - entries.length, entries.length === 0 ? Math.max(1, entriesThatFit(unitBytes)) : entriesThatFit(unitBytes - bytes));
+      if (count === 0) break;
+      const read = await stream.read(count, 0);
+      for (const entry of read) entries.push(entry);
+      bytes += measure(read);
+      if (read.length < count || entries.length >= unitEntries || bytes >= unitBytes || stopping) break;
     }
     return entries.length > 0 ? { entries, alone: false } : null;
   }

@@ -5,7 +5,7 @@ import { connectFeedStream, type FeedStream } from "../../src/feed/stream.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
-import { add, connectCommands, record, waitUntil, type Commands } from "./helpers.js";
+import { add, connectCommands, record, records, waitUntil, type Commands } from "./helpers.js";
 
 /* The consumer in process, on a real redis-server: what the command line does not expose. */
 
@@ -125,5 +125,42 @@ describe("the feed consumer", () => {
     expect(rejected.map((item) => item.id)).toEqual([bad]);
     const pending = await redis.send<[string, string, number, number][]>(stream, ["XPENDING", stream, "relgraph", "-", "+", "10"]);
     expect(pending.map(([id]) => id)).toEqual([bad]);
+  });
+
+  it("holds about unitBytes of records per unit: reads and claims ask for as many entries as fit, judged by those read before", async () => {
+    const sized = "feed:sized";
+    const entryUsers = Array.from({ length: 24 }, (_, k) => Array.from({ length: 300 }, (_, j) => `z${k}_${j}`));
+    const entry = (k: number) => records(entryUsers[k]!.map((relationId) => ({ type: "user", relationId, name: `user ${relationId} `.repeat(4), addresses: [] })));
+    const entryBytes = entry(0).records!.length;
+    await redis.send(sized, ["XGROUP", "CREATE", sized, "relgraph", "0", "MKSTREAM"]);
+    for (let k = 0; k < 12; k++) await add(redis, sized, entry(k));
+    // A consumer that read the first twelve and died: the next takes them over, a unit's worth at a time.
+    await redis.send(sized, ["XREADGROUP", "GROUP", "relgraph", "ghost", "COUNT", "100", "STREAMS", sized, ">"]);
+    for (let k = 12; k < 24; k++) await add(redis, sized, entry(k));
+
+    // The entries of each unit, as the store is asked to write and acknowledge them.
+    const units: number[] = [];
+    const counted: GraphStore = {
+      ...store,
+      write: (batch, options) => {
+        units.push(options?.acknowledge?.ids.length ?? 0);
+        return store.write(batch, options);
+      },
+    };
+    const heir = await connectFeedStream({ redis: { url: server.url }, key: sized, group: "relgraph", consumer: "heir" });
+    const consumer = createFeedConsumer({ store: counted, stream: heir, unitBytes: Math.floor(3.5 * entryBytes) });
+    const running = consumer.run();
+    try {
+      await waitUntil("every entry is applied", () => consumer.stats().entries === 24);
+    } finally {
+      consumer.stop();
+    }
+    expect(await running).toMatchObject({ entries: 24, records: 24 * 300, claimed: 12, rejected: 0 });
+    await heir.close();
+    expect(units.reduce((sum, n) => sum + n, 0)).toBe(24);
+    expect(Math.max(...units)).toBeLessThanOrEqual(3);
+    expect(units.length).toBeGreaterThanOrEqual(8);
+    const ids = await store.resolveRelationIds(entryUsers.flat());
+    expect(ids.filter((id) => id === null)).toHaveLength(0);
   });
 });
