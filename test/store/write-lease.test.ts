@@ -76,6 +76,28 @@ function leaseCases(connect: () => Promise<{ redis: RedisConnection; outside: Ou
       await close();
     }
   });
+
+  it("writers take turns: one waiting gets the lease before its holder, done, can take it again", async () => {
+    const { redis, close } = await connect();
+    try {
+      const order: string[] = [];
+      // A busy change feed: unit after unit, each taking the lease again as soon as it let it go.
+      const feed = (async () => {
+        for (let unit = 1; unit <= 3; unit++) {
+          await withWriteLease(redis, async () => {
+            order.push(`unit ${unit}`);
+            await sleep(200);
+          });
+        }
+      })();
+      await sleep(50);
+      const ingest = withWriteLease(redis, async () => void order.push("ingest"));
+      await Promise.all([feed, ingest]);
+      expect(order).toEqual(["unit 1", "ingest", "unit 2", "unit 3"]);
+    } finally {
+      await close();
+    }
+  });
 }
 
 describe("the write lease on standalone Redis", () => {

@@ -120,6 +120,9 @@ export const WRITE_LEASE = "rg:{write-lease}";
 /** String: how many times the write lease has been taken; a writer knows its own taking's number. */
 export const WRITE_LEASE_GENERATION = "rg:{write-lease}:generation";
 
+/** String with a TTL: the token of the writer that waits for the lease and takes it next (write-lease.ts). */
+export const WRITE_LEASE_NEXT = "rg:{write-lease}:next";
+
 /** String: the header of the write journal (journal.ts), when a unit of changes is being applied. */
 export const JOURNAL = "rg:journal";
 
