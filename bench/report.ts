@@ -288,10 +288,11 @@ export function livingLines(living: LivingResult): string[] {
   }
   lines.push(
     "Change throughput: wall time of relgraph ingest (start-up included) on a mixed change file; the feed from the first XADD to the",
-    "group's last acknowledgement, relgraph follow running. Reads while changes flow: REST saturation with none, with friend adds and",
-    "deletes XADDed at 1,000/s and applied by relgraph follow, then with none again (read-only = mean of the two); backlog = entries not",
-    "yet acknowledged when it ended; follow/redis cores = their CPU during it. Withdrawal: the second instance is queried back to back",
-    "and the answers decrypted afterwards by bisection (src/client), so the resolution is one query, not one decryption.",
+    "group's last acknowledgement, relgraph follow running (its records made before the clock starts, XADDed during it). Reads while",
+    "changes flow: REST saturation with none, with friend adds and deletes XADDed at 1,000/s and applied by relgraph follow, then with",
+    "none again (read-only = mean of the two); backlog = entries not yet acknowledged when it ended; follow/redis cores = their CPU",
+    "during it. Withdrawal: the second instance is queried back to back and the answers decrypted afterwards by bisection (src/client),",
+    "so the resolution is one query, not one decryption.",
   );
   for (const problem of living.problems) lines.push(`  ! ${problem}`);
   return lines;
