@@ -245,7 +245,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     if (!first) return null;
     const alone = first.deliveries > 1;
     // As many as a unit holds: the rest are taken in the next rounds, before anything newer.
-    const ids = alone ? [first.id] : rest.filter((entry) => entry.deliveries === 1).slice(0, Math.max(1, entriesThatFit(unitBytes))).map((entry) => entry.id);
+    const together = rest.filter((entry) => entry.deliveries === 1).slice(0, Math.max(1, entriesThatFit(unitBytes)));
+    const ids = alone ? [first.id] : together.map((entry) => entry.id);
     const entries = await stream.claim(ids, minIdleMs);
     measure(entries);
     stats.claimed += entries.length;
@@ -287,7 +288,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     let bytes = 0;
     for (;;) {
       // A unit takes at least one entry, however large.
-      const count = Math.min(unitEntries - entries.length, entries.length === 0 ? Math.max(1, entriesThatFit(unitBytes)) : entriesThatFit(unitBytes - bytes));
+      const fit = entries.length === 0 ? Math.max(1, entriesThatFit(unitBytes)) : entriesThatFit(unitBytes - bytes);
+      const count = Math.min(unitEntries - entries.length, fit);
       if (count === 0) break;
       const read = await stream.read(count, 0);
       for (const entry of read) entries.push(entry);
