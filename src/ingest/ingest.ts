@@ -5,8 +5,8 @@ import { createLoadValidator, type LoadValidator, type StoredGraph } from "./val
 
 export { IngestValidationError } from "./validate.js";
 
-/** What ingestion needs of a store: the lookups validation makes, and the write. */
-export type IngestTarget = StoredGraph & Pick<GraphStore, "write">;
+/** What ingestion needs of a store: the lookups validation makes, and the write, under the store's write lease. */
+export type IngestTarget = StoredGraph & Pick<GraphStore, "write" | "exclusive">;
 
 /** Progress of a load: records parsed so far, then records written. */
 export type IngestProgress =
@@ -91,18 +91,25 @@ export async function ingestRecords(
 }
 
 async function finish(store: IngestTarget, validator: LoadValidator, started: number, options: IngestOptions): Promise<IngestResult> {
-  const batch = await validator.finish(store);
-  options.logger?.info(`validated ${validator.records} records defining ${batch.users.length} users`);
-  if (!options.dryRun) {
-    await store.write(batch, {
-      onProgress: (progress) => options.onProgress?.({ phase: "write", ...progress }),
-      onNotice: (message) => {
-        options.onNotice?.(message);
-        options.logger?.info(message);
-      },
-    });
+  const onNotice = (message: string) => {
+    options.onNotice?.(message);
+    options.logger?.info(message);
+  };
+  const validate = async () => {
+    const batch = await validator.finish(store);
+    options.logger?.info(`validated ${validator.records} records defining ${batch.users.length} users`);
+    return batch;
+  };
+  // Checked against the store and written under one hold of the write lease: no other writer can
+  // change what the check found before the write, and the write plans from the ids it read. A load
+  // already known to be invalid, or only checked, is reported without waiting for the lease.
+  const validateAndWrite = async () => {
+    const batch = await validate();
+    await store.write(batch, { onProgress: (progress) => options.onProgress?.({ phase: "write", ...progress }), onNotice });
     options.logger?.info(`wrote ${validator.records} records`);
-  }
+    return batch;
+  };
+  const batch = options.dryRun || validator.errorsSoFar > 0 ? await validate() : await store.exclusive(validateAndWrite, { onNotice });
   const seconds = (performance.now() - started) / 1000;
   return {
     records: validator.records,

@@ -50,6 +50,8 @@ export interface LoadValidatorOptions {
 export interface LoadValidator {
   /** Records seen so far (non-blank lines). */
   readonly records: number;
+  /** Errors found so far: finish will throw when there are any. */
+  readonly errorsSoFar: number;
   /** Parses and checks one line of JSON Lines; blank lines are skipped. Lines are 1-based. */
   addLine(text: string, source: number, line: number): void;
   /** addLine of the line in bytes[start, end), UTF-8 without its line break: the common compact records are read without text. */
@@ -137,6 +139,10 @@ class Validation implements LoadValidator {
   records = 0;
   private readonly errors: { at: number; reason: string }[] = [];
   private errorCount = 0;
+
+  get errorsSoFar(): number {
+    return this.errorCount;
+  }
   // relationIds interned to dense indexes: equal strings are shared, and friend pairs sort as integers.
   private readonly relationIds = new TextIndex();
   // Per relationId index: 0 not defined in the load, -1 defined by an invalid record, k users[k-1].

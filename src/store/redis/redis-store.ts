@@ -73,20 +73,31 @@ export interface RedisEngineOptions {
 }
 
 /** Tracking that reports nothing, for a store no cache layer serves. */
+/** What work under the write lease knows (redisGraphStore's leaseHolder). */
+interface LeaseHold {
+  /** relationIds looked up since the lease was taken or last written under, with their ids (null: not stored). */
+  relationIds: Map<string, UserId | null>;
+}
+
 function untracked(): RedisTracking {
   return { onChange: () => () => {}, watching: false, caughtUp: async () => {}, close: async () => {} };
 }
 
 function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tracking: RedisTracking): GraphStore {
   let closed: Promise<void> | null = null;
-  /** Set inside work that holds the write lease, so that writes within it do not wait for it again. */
-  const leaseHolder = new AsyncLocalStorage<true>();
+  /**
+   * Set inside work that holds the write lease, so that writes within it do not wait for it again.
+   * It also keeps the relationIds looked up under the lease since the last write: nobody else writes
+   * meanwhile, so the next write plans from them rather than reading them again (a load's validation
+   * looks up every stored user it names, and its plan needs the same ids).
+   */
+  const leaseHolder = new AsyncLocalStorage<LeaseHold>();
   const asOnlyWriter = <T>(work: () => Promise<T>, onNotice?: (message: string) => void): Promise<T> => {
     if (leaseHolder.getStore()) return work();
     const leased = async () => {
       const completed = await completeInterruptedWrite(redis);
       if (completed > 0) onNotice?.(`completed an interrupted write of ${completed.toLocaleString("en-US")} records first`);
-      return leaseHolder.run(true, work);
+      return leaseHolder.run({ relationIds: new Map() }, work);
     };
     return withWriteLease(redis, leased, {
       ttlMs: writing.leaseMs,
@@ -128,7 +139,10 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
       return identities.map(({ kind, value }) => toId(found.get(`${kind}:${value}`)));
     },
     async resolveRelationIds(relationIds: readonly string[]) {
-      return (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
+      const ids = (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
+      const known = leaseHolder.getStore()?.relationIds;
+      if (known) relationIds.forEach((relationId, i) => known.set(relationId, ids[i] ?? null));
+      return ids;
     },
     users(ids: readonly UserId[]) {
       return readUsers(redis, ids);
@@ -191,7 +205,13 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
     },
 
     write(batch: IngestBatch, options: WriteOptions = {}) {
-      return asOnlyWriter(() => writeBatch(redis, batch, options), options.onNotice);
+      return asOnlyWriter(() => {
+        // Handed over and forgotten: the write changes what they say.
+        const hold = leaseHolder.getStore()!;
+        const knownIds = hold.relationIds;
+        hold.relationIds = new Map();
+        return writeBatch(redis, batch, { ...options, knownIds });
+      }, options.onNotice);
     },
     exclusive<T>(work: () => Promise<T>, options: Pick<WriteOptions, "onNotice"> = {}) {
       return asOnlyWriter(work, options.onNotice);

@@ -84,6 +84,11 @@ export interface WriteBatchOptions {
   onProgress?: (progress: WriteProgress) => void;
   /** Stream entries the batch came from, acknowledged as part of the unit. */
   acknowledge?: StreamAcknowledgement;
+  /**
+   * Stored ids of relationIds (null: not stored) read under the same hold of the write lease, with
+   * no write since: the plan reads only the others.
+   */
+  knownIds?: ReadonlyMap<string, UserId | null>;
 }
 
 /**
@@ -97,7 +102,7 @@ export interface WriteBatchOptions {
  * in before its old ones go); edge deletes; relation and asset upserts; releases.
  */
 export async function writeBatch(redis: RedisConnection, batch: IngestBatch, options: WriteBatchOptions = {}): Promise<void> {
-  const unit = await planUnit(redis, batch, options.acknowledge);
+  const unit = await planUnit(redis, batch, options.acknowledge, options.knownIds ?? new Map());
   const journalled = await saveJournal(redis, toJournal(unit));
   await applyUnit(redis, unit, options.onProgress);
   await journalled.clear();
@@ -360,12 +365,17 @@ class DenseUsers {
 }
 
 /** Plans a batch as one unit, reading everything it depends on from the state before it. */
-async function planUnit(redis: RedisConnection, batch: IngestBatch, acknowledge: StreamAcknowledgement | undefined): Promise<PlannedUnit> {
+async function planUnit(
+  redis: RedisConnection,
+  batch: IngestBatch,
+  acknowledge: StreamAcknowledgement | undefined,
+  knownIds: ReadonlyMap<string, UserId | null>,
+): Promise<PlannedUnit> {
   const erased = await planErasures(redis, batch.erasures ?? []);
   // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
   const users = new Map(batch.users.map((user) => [user.relationId, user]));
   const relations = relationColumns(batch);
-  const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds);
+  const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds, knownIds);
   const userPlan = await planUsers(redis, batch, users, idOf, erased);
   const deletes = await planAssetDeletes(redis, batch);
   const releases = await planReleases(redis, batch, idOf);
@@ -605,6 +615,7 @@ async function resolveOrAllocate(
   relations: RelationColumns,
   users: Map<string, UserInput>,
   erased: Set<string>,
+  knownIds: ReadonlyMap<string, UserId | null>,
 ): Promise<ResolvedIds> {
   const { names, friends, follows } = relations;
   // Users first: fresh ids go in their order.
@@ -614,9 +625,8 @@ async function resolveOrAllocate(
     if (peers !== "*") for (const peer of peers) named.add(peer);
   }
   const others = [...named];
-  const replies = await hashGetMany(redis, RELATION_ID_INDEX, [...names, ...others]);
-  const storedId = (name: string, reply: string | null | undefined): UserId | null =>
-    reply == null || (erased.size > 0 && erased.has(name)) ? null : Number(reply);
+  const replies = await storedIds(redis, [...names, ...others], knownIds);
+  const storedId = (name: string, id: UserId | null | undefined): UserId | null => (id == null || (erased.size > 0 && erased.has(name)) ? null : id);
 
   const idOf = new Map<string, UserId>();
   const fresh: string[] = [];
@@ -651,6 +661,27 @@ async function resolveOrAllocate(
     }
   }
   return { idOf, ids, deleteIds };
+}
+
+/** The stored id of each relationId (null: not stored): those in `known` as they are, the others read. */
+async function storedIds(redis: RedisConnection, relationIds: readonly string[], known: ReadonlyMap<string, UserId | null>): Promise<(UserId | null)[]> {
+  const ids: (UserId | null)[] = new Array(relationIds.length);
+  const unknown: string[] = [];
+  const unknownAt: number[] = [];
+  relationIds.forEach((relationId, i) => {
+    const id = known.get(relationId);
+    if (id !== undefined) ids[i] = id;
+    else {
+      unknown.push(relationId);
+      unknownAt.push(i);
+    }
+  });
+  const read = await hashGetMany(redis, RELATION_ID_INDEX, unknown);
+  unknownAt.forEach((i, k) => {
+    const reply = read[k];
+    ids[i] = reply == null ? null : Number(reply);
+  });
+  return ids;
 }
 
 /** What the batch's users change, planned from the state before the batch. */
