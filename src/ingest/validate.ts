@@ -139,10 +139,6 @@ class Validation implements LoadValidator {
   records = 0;
   private readonly errors: { at: number; reason: string }[] = [];
   private errorCount = 0;
-
-  get errorsSoFar(): number {
-    return this.errorCount;
-  }
   // relationIds interned to dense indexes: equal strings are shared, and friend pairs sort as integers.
   private readonly relationIds = new TextIndex();
   // Per relationId index: 0 not defined in the load, -1 defined by an invalid record, k users[k-1].
@@ -184,6 +180,10 @@ class Validation implements LoadValidator {
     private readonly sources: readonly string[],
     private readonly maxErrors: number,
   ) {}
+
+  get errorsSoFar(): number {
+    return this.errorCount;
+  }
 
   addLine(text: string, source: number, line: number): void {
     // A search for the first non-space character, unlike trim(), copies nothing.

@@ -72,13 +72,13 @@ export interface RedisEngineOptions {
   ownConnections?: OwnConnections;
 }
 
-/** Tracking that reports nothing, for a store no cache layer serves. */
 /** What work under the write lease knows (redisGraphStore's leaseHolder). */
 interface LeaseHold {
   /** relationIds looked up since the lease was taken or last written under, with their ids (null: not stored). */
   relationIds: Map<string, UserId | null>;
 }
 
+/** Tracking that reports nothing, for a store no cache layer serves. */
 function untracked(): RedisTracking {
   return { onChange: () => () => {}, watching: false, caughtUp: async () => {}, close: async () => {} };
 }

@@ -23,13 +23,13 @@ const TURN_MS = 10 * POLL_MS;
 // another writer had it first. Without turns, a writer that lets the lease go and takes it again at
 // once (a busy change feed, unit after unit) would win every time over one that polls.
 const TAKE = `
-local next = redis.call("GET", KEYS[3])
-if (not next or next == ARGV[1]) and redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-  if next then redis.call("DEL", KEYS[3]) end
+local turn = redis.call("GET", KEYS[3])
+if (not turn or turn == ARGV[1]) and redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  if turn then redis.call("DEL", KEYS[3]) end
   return redis.call("INCR", KEYS[2])
 end
-if not next then redis.call("SET", KEYS[3], ARGV[1], "PX", ARGV[3])
-elseif next == ARGV[1] then redis.call("PEXPIRE", KEYS[3], ARGV[3]) end
+if not turn then redis.call("SET", KEYS[3], ARGV[1], "PX", ARGV[3])
+elseif turn == ARGV[1] then redis.call("PEXPIRE", KEYS[3], ARGV[3]) end
 return false`;
 // Extends the lease while this writer's token holds it (1). A lease that expired while its holder
 // stalled (a long pause of the process or of Redis) and that nobody has taken since (the generation
