@@ -1,11 +1,11 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ingestRecords } from "../../src/ingest/ingest.js";
+import { IngestValidationError, ingestRecords } from "../../src/ingest/ingest.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
 import { UnknownRelationIdError } from "../../src/store/batch.js";
 import { RELATION_ID_INDEX } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import type { GraphStore } from "../../src/store/store.js";
+import type { GraphStore, IngestBatch } from "../../src/store/store.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
 /*
@@ -15,6 +15,13 @@ import { startRedisServer, type TestRedisServer } from "../support/redis-servers
  */
 
 const user = (relationId: string) => ({ type: "user", relationId, addresses: [] });
+
+/** A batch of records checked against the store outside the lease, so that its lookups are kept nowhere. */
+async function checked(store: GraphStore, records: object[]): Promise<IngestBatch> {
+  const validator = createLoadValidator({ sources: ["test"] });
+  records.forEach((record, i) => validator.addRecord(record, 0, i + 1));
+  return validator.finish(store);
+}
 
 async function waitFor(condition: () => boolean): Promise<void> {
   for (let waited = 0; !condition(); waited += 10) {
@@ -71,4 +78,49 @@ describe("relationIds looked up under the write lease", () => {
     });
     expect(await store.resolveRelationIds(["s3"])).toEqual([null]);
   });
+
+  it("are not kept when read while a write is under way: the next write plans from the store", async () => {
+    await ingestRecords(store, [user("s5"), user("s6")]);
+    const erase = await checked(store, [{ op: "delete", type: "user", relationId: "s5" }]);
+    const befriend = await checked(store, [{ type: "friend", a: "s5", b: "s6" }]);
+    await store.exclusive(async () => {
+      // Sent before the erasure's commands, answered after its write began: s5's id, about to go.
+      const lookup = store.resolveRelationIds(["s5"]);
+      await Promise.all([lookup, store.write(erase)]);
+      await expect(store.write(befriend)).rejects.toThrow(UnknownRelationIdError);
+    });
+  });
+
+  it("leave a load invalid in its lines to be refused without waiting for the lease", async () => {
+    let release!: () => void;
+    const held = withLeaseHeld(store, (done) => (release = done));
+    await held.taken;
+    try {
+      const outcome = await Promise.race([
+        ingestRecords(store, [{ type: "friend", a: "s1" }]).then(
+          () => "written",
+          (error: unknown) => (error instanceof IngestValidationError ? "refused" : String(error)),
+        ),
+        new Promise((resolve) => setTimeout(() => resolve("still waiting for the lease"), 3_000)),
+      ]);
+      expect(outcome).toBe("refused");
+    } finally {
+      release();
+      await held.released;
+    }
+  });
 });
+
+/** Holds the store's write lease, as another writer would, until `hold`'s callback is called. */
+function withLeaseHeld(store: GraphStore, hold: (done: () => void) => void): { taken: Promise<void>; released: Promise<void> } {
+  let taken!: () => void;
+  const takenPromise = new Promise<void>((resolve) => (taken = resolve));
+  const released = store.exclusive(
+    () =>
+      new Promise<void>((resolve) => {
+        hold(resolve);
+        taken();
+      }),
+  );
+  return { taken: takenPromise, released };
+}

@@ -16,14 +16,13 @@ import {
   pagingStateOwnerKey,
   PAGING_STATES,
   RELATION_ID_BY_USER,
-  RELATION_ID_INDEX,
   RELEASE_ALL,
   releaseKey,
   sharedSecretKey,
   userAssetsKey,
   userSetKey,
 } from "./keys.js";
-import { completeInterruptedWrite, readUsers, writeBatch } from "./redis-write.js";
+import { completeInterruptedWrite, readRelationIds, readUsers, writeBatch } from "./redis-write.js";
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";
@@ -76,6 +75,9 @@ export interface RedisEngineOptions {
 interface LeaseHold {
   /** relationIds looked up since the lease was taken or last written under, with their ids (null: not stored). */
   relationIds: Map<string, UserId | null>;
+  /** Writes begun under this hold, and those not yet finished: a lookup that overlaps one is not kept. */
+  writesBegun: number;
+  writing: number;
 }
 
 /** Tracking that reports nothing, for a store no cache layer serves. */
@@ -97,7 +99,7 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
     const leased = async () => {
       const completed = await completeInterruptedWrite(redis);
       if (completed > 0) onNotice?.(`completed an interrupted write of ${completed.toLocaleString("en-US")} records first`);
-      return leaseHolder.run({ relationIds: new Map() }, work);
+      return leaseHolder.run({ relationIds: new Map(), writesBegun: 0, writing: 0 }, work);
     };
     return withWriteLease(redis, leased, {
       ttlMs: writing.leaseMs,
@@ -139,9 +141,11 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
       return identities.map(({ kind, value }) => toId(found.get(`${kind}:${value}`)));
     },
     async resolveRelationIds(relationIds: readonly string[]) {
-      const ids = (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map(toId);
-      const known = leaseHolder.getStore()?.relationIds;
-      if (known) relationIds.forEach((relationId, i) => known.set(relationId, ids[i] ?? null));
+      const hold = leaseHolder.getStore();
+      const writesBegun = hold?.writesBegun;
+      const ids = await readRelationIds(redis, relationIds);
+      // Kept only when read with no write under way or begun since: it holds for the next write.
+      if (hold && hold.writing === 0 && hold.writesBegun === writesBegun) relationIds.forEach((relationId, i) => hold.relationIds.set(relationId, ids[i]!));
       return ids;
     },
     users(ids: readonly UserId[]) {
@@ -205,12 +209,18 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
     },
 
     write(batch: IngestBatch, options: WriteOptions = {}) {
-      return asOnlyWriter(() => {
+      return asOnlyWriter(async () => {
         // Handed over and forgotten: the write changes what they say.
         const hold = leaseHolder.getStore()!;
         const knownIds = hold.relationIds;
         hold.relationIds = new Map();
-        return writeBatch(redis, batch, { ...options, knownIds });
+        hold.writesBegun++;
+        hold.writing++;
+        try {
+          await writeBatch(redis, batch, { ...options, knownIds });
+        } finally {
+          hold.writing--;
+        }
       }, options.onNotice);
     },
     exclusive<T>(work: () => Promise<T>, options: Pick<WriteOptions, "onNotice"> = {}) {

@@ -665,23 +665,16 @@ async function resolveOrAllocate(
 
 /** The stored id of each relationId (null: not stored): those in `known` as they are, the others read. */
 async function storedIds(redis: RedisConnection, relationIds: readonly string[], known: ReadonlyMap<string, UserId | null>): Promise<(UserId | null)[]> {
-  const ids: (UserId | null)[] = new Array(relationIds.length);
-  const unknown: string[] = [];
-  const unknownAt: number[] = [];
-  relationIds.forEach((relationId, i) => {
-    const id = known.get(relationId);
-    if (id !== undefined) ids[i] = id;
-    else {
-      unknown.push(relationId);
-      unknownAt.push(i);
-    }
-  });
-  const read = await hashGetMany(redis, RELATION_ID_INDEX, unknown);
-  unknownAt.forEach((i, k) => {
-    const reply = read[k];
-    ids[i] = reply == null ? null : Number(reply);
-  });
-  return ids;
+  const ids = relationIds.map((relationId) => known.get(relationId));
+  const unknownAt = ids.flatMap((id, i) => (id === undefined ? [i] : []));
+  const read = await readRelationIds(redis, unknownAt.map((i) => relationIds[i]!));
+  unknownAt.forEach((i, k) => (ids[i] = read[k]!));
+  return ids as (UserId | null)[];
+}
+
+/** The stored id of each relationId, read from the relationId index; null when it is not stored. */
+export async function readRelationIds(redis: RedisConnection, relationIds: readonly string[]): Promise<(UserId | null)[]> {
+  return (await hashGetMany(redis, RELATION_ID_INDEX, relationIds)).map((reply) => (reply == null ? null : Number(reply)));
 }
 
 /** What the batch's users change, planned from the state before the batch. */
