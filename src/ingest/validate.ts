@@ -296,7 +296,7 @@ class Validation implements LoadValidator {
   }
 
   async finish(store: StoredGraph): Promise<IngestBatch> {
-    const friendMarks = this.netFriends();
+    const { marks: friendMarks, afterUpsert: friendsAfterUpsert } = this.netFriends();
     const followMarks = this.netFollows();
     const interactions = this.netAssets(this.interactions);
     const nfts = this.netAssets(this.nfts);
@@ -330,6 +330,7 @@ class Validation implements LoadValidator {
       // Deletes stay in columns over the same names too: the writer plans them by index.
       deletes: {
         friends: new FriendColumns(names, pick(this.friendA, deletedFriends), pick(this.friendB, deletedFriends), [""], new Uint32Array(deletedFriends.length)),
+        friendsCancellingUpserts: Uint8Array.from(deletedFriends, (i) => friendsAfterUpsert[i]!),
         follows: new FollowColumns(names, pick(this.followFrom, deletedFollows), pick(this.followTo, deletedFollows)),
         interactions: assetsOf(interactions, DELETE),
         nfts: assetsOf(nfts, DELETE),
@@ -465,7 +466,7 @@ class Validation implements LoadValidator {
    * sort on their interned ends: linear time, and a few bytes per edge where a map keyed by pair
    * would cost tens.
    */
-  private netFriends(): Uint8Array {
+  private netFriends(): { marks: Uint8Array; afterUpsert: Uint8Array } {
     const n = this.friendA.length;
     const marks = new Uint8Array(n);
     const a = this.friendA.view();
@@ -473,13 +474,16 @@ class Validation implements LoadValidator {
     const lo = a.map((ia, i) => Math.min(ia, b[i]!));
     const hi = a.map((ia, i) => Math.max(ia, b[i]!));
     const range = this.relationIds.texts.length;
-    lastOfEachGroup(sortedByKey(lo, range, sortedByKey(hi, range)), (x, y) => lo[x] === lo[y] && hi[x] === hi[y], marks);
+    const order = sortedByKey(lo, range, sortedByKey(hi, range));
+    const samePair = (x: number, y: number) => lo[x] === lo[y] && hi[x] === hi[y];
+    lastOfEachGroup(order, samePair, marks);
+    const afterUpsert = afterAnUpsert(order, samePair, this.friendOp.view());
     for (let i = 0; i < n; i++) {
       if (marks[i] === VOID) continue;
       const at = this.friendAt.get(i);
       marks[i] = this.voidedBy(a[i]!, at) || this.voidedBy(b[i]!, at) ? VOID : this.friendOp.get(i);
     }
-    return marks;
+    return { marks, afterUpsert };
   }
 
   /** Marks each follow record as netFriends does friends; with no follow deletes, repeats are harmless and kept. */
@@ -688,6 +692,22 @@ function lastOfEachGroup(order: Uint32Array, same: (x: number, y: number) => boo
   for (let k = 0; k + 1 < order.length; k++) {
     if (same(order[k]!, order[k + 1]!)) marks[order[k]!] = VOID;
   }
+}
+
+/**
+ * Per record, 1 when an earlier record of its group (in `order`, groups adjacent and each in load
+ * order) is an upsert: at a group's surviving delete, that the delete cancels an upsert of the load.
+ */
+function afterAnUpsert(order: Uint32Array, same: (x: number, y: number) => boolean, ops: Uint8Array): Uint8Array {
+  const flags = new Uint8Array(order.length);
+  let upserted = false;
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k]!;
+    if (k > 0 && !same(order[k - 1]!, i)) upserted = false;
+    if (upserted) flags[i] = 1;
+    if (ops[i] === UPSERT) upserted = true;
+  }
+  return flags;
 }
 
 /** Whether bytes[start1, end1) and bytes[start2, end2) are the same. */

@@ -117,6 +117,8 @@ export interface RelationColumns {
   friends: FriendColumns;
   follows: FollowColumns;
   friendDeletes: FriendColumns;
+  /** BatchDeletes.friendsCancellingUpserts, by position in friendDeletes; null without it. */
+  friendDeletesCancelling: Uint8Array | null;
   followDeletes: FollowColumns;
 }
 
@@ -128,6 +130,9 @@ export interface RelationColumns {
  */
 export function relationColumns(batch: IngestBatch): RelationColumns {
   const deletes = batch.deletes ?? { friends: [], follows: [] };
+  // Renumbering keeps the records' order, so the hint stays aligned either way.
+  const cancelling = batch.deletes?.friendsCancellingUpserts;
+  const friendDeletesCancelling = cancelling !== undefined && cancelling.length === deletes.friends.length ? cancelling : null;
   const lists = [batch.friends, batch.follows, deletes.friends, deletes.follows];
   const shared = lists.find((records) => records instanceof FriendColumns || records instanceof FollowColumns)?.names;
   // Empty record lists fit any list of names.
@@ -142,6 +147,7 @@ export function relationColumns(batch: IngestBatch): RelationColumns {
       friends: friendsOf(batch.friends),
       follows: followsOf(batch.follows),
       friendDeletes: friendsOf(deletes.friends),
+      friendDeletesCancelling,
       followDeletes: followsOf(deletes.follows),
     };
   }
@@ -151,6 +157,7 @@ export function relationColumns(batch: IngestBatch): RelationColumns {
     friends: FriendColumns.of(batch.friends, names),
     follows: FollowColumns.of(batch.follows, names),
     friendDeletes: FriendColumns.of(deletes.friends, names),
+    friendDeletesCancelling,
     followDeletes: FollowColumns.of(deletes.follows, names),
   };
 }

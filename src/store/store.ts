@@ -98,6 +98,12 @@ export interface BatchDeletes {
   /** Friend pairs, in either order. */
   /** An array, or typed columns (batch.ts; their descriptions are ignored) as the validator hands them. */
   friends: { a: string; b: string }[] | FriendColumns;
+  /**
+   * A hint, by position in `friends`: 1 where the load upserted the same pair before deleting it. Such a
+   * delete cancels the load's own upsert, so the pair may well not be stored: an engine may look before
+   * it removes (the redis engine does). It never changes what the batch means.
+   */
+  friendsCancellingUpserts?: Uint8Array;
   follows: FollowRecord[] | FollowColumns;
   interactions: { address: string; contract: string }[];
   nfts: { address: string; contract: string }[];

@@ -463,6 +463,34 @@ describe("changes", () => {
     expect(state.u1).toMatchObject({ friends: ["u3"], descriptions: { u3: "again" }, following: [], followers: [] });
   });
 
+  it("marks the friend deletes that cancel an upsert of the same load, a hint for the store", async () => {
+    await loads({ "a.jsonl": ["u1", "u2", "u3", "u4", "u5"].map((id, k) => userLine(id, [addr(`d${k}`)])) });
+    const validator = createLoadValidator({ sources: ["b.jsonl"] });
+    const records = [
+      friend("u1", "u2"),
+      { op: "delete", type: "friend", a: "u2", b: "u1" },
+      { op: "delete", type: "friend", a: "u1", b: "u3" },
+      { op: "delete", type: "friend", a: "u1", b: "u3" },
+      friend("u1", "u4"),
+      { op: "delete", type: "friend", a: "u1", b: "u4" },
+      friend("u4", "u1"),
+      friend("u2", "u5"),
+      { op: "delete", type: "friend", a: "u2", b: "u5" },
+      { op: "delete", type: "friend", a: "u5", b: "u2" },
+    ];
+    // Half of them through the byte path, which most change lines take, half as parsed records.
+    records.forEach((record, i) => {
+      if (i % 2 === 0) validator.addRecord(record, 0, i + 1);
+      else validator.addLineBytes(Buffer.from(JSON.stringify(record)), 0, JSON.stringify(record).length, 0, i + 1);
+    });
+    const batch = await validator.finish(store);
+    const deletes = [...FriendColumns.of(batch.deletes!.friends)].map(({ a, b }) => `${a}-${b}`);
+    const hints = [...batch.deletes!.friendsCancellingUpserts!];
+    // u1-u2: upserted then deleted; u1-u3: deleted twice, never upserted; u1-u4: upserted last, no
+    // delete; u2-u5: upserted, then deleted twice.
+    expect(Object.fromEntries(deletes.map((pair, i) => [pair, hints[i]]))).toEqual({ "u2-u1": 1, "u1-u3": 0, "u5-u2": 1 });
+  });
+
   it("deletes interactions and nfts, the last record of a pair winning", async () => {
     await loads({ "a.jsonl": [u1, { type: "interaction", address: A, contract: K }, { type: "nft", address: A, contract: C }] });
     await loads({

@@ -1,5 +1,6 @@
 import type { UserId } from "../../domain/model.js";
 import type { IdSetReads } from "../../store/redis/id-sets.js";
+import type { EncodedCommands } from "../../store/redis/own-connections.js";
 import { RespLink, respEndpointOf, type Expect, type Reply, type RespEndpoint } from "./link.js";
 
 /**
@@ -33,6 +34,11 @@ export class RespIdSetReader implements IdSetReads {
     return this.send("SMEMBERS", keys, "ids") as Promise<UserId[][]>;
   }
 
+  async contains(keys: readonly string[], members: readonly UserId[]): Promise<boolean[]> {
+    const replies = (await this.sendCommands(encodeMembership(keys, members), "integer")) as number[];
+    return replies.map((reply) => reply === 1);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.link?.close();
@@ -40,8 +46,14 @@ export class RespIdSetReader implements IdSetReads {
   }
 
   private send(command: string, keys: readonly string[], expect: Expect): Promise<Reply[]> {
+    return this.sendCommands(keys.map((key) => [command, key]), expect);
+  }
+
+  /** Sends commands as argument lists, or already encoded (and how many they are). */
+  private sendCommands(commands: readonly string[][] | EncodedCommands, expect: Expect): Promise<Reply[]> {
     if (this.closed) return Promise.reject(new Error("the set reader is closed"));
-    if (keys.length === 0) return Promise.resolve([]);
+    const count = Array.isArray(commands) ? commands.length : (commands as EncodedCommands).count;
+    if (count === 0) return Promise.resolve([]);
     let link = this.link;
     if (link === null || link.broken) {
       const failure = link?.connectFailure;
@@ -49,8 +61,30 @@ export class RespIdSetReader implements IdSetReads {
       link = new RespLink(this.endpoint, this.connectTimeoutMs);
       this.link = link;
     }
-    return link.send(command, keys, expect);
+    return Array.isArray(commands) ? link.enqueue(commands, expect) : link.enqueueEncoded((commands as EncodedCommands).bytes, count, expect);
   }
+}
+
+const SISMEMBER = Buffer.from("*3\r\n$9\r\nSISMEMBER\r\n");
+
+/**
+ * SISMEMBER of each key and member as RESP bytes, written straight into one buffer: a unit's lookups
+ * are a hundred thousand commands, and an argument list and strings for each made them cost more
+ * in garbage collection than Redis took to answer them.
+ */
+function encodeMembership(keys: readonly string[], members: readonly UserId[]): EncodedCommands {
+  let size = 0;
+  for (const key of keys) size += SISMEMBER.length + 2 * key.length + 64;
+  const bytes = Buffer.allocUnsafe(size);
+  let at = 0;
+  keys.forEach((key, i) => {
+    at += SISMEMBER.copy(bytes, at);
+    // Keys are ASCII (keys.ts): a character is a byte.
+    at += bytes.write(`$${key.length}\r\n${key}\r\n`, at, "latin1");
+    const member = String(members[i]);
+    at += bytes.write(`$${member.length}\r\n${member}\r\n`, at, "latin1");
+  });
+  return { bytes: bytes.subarray(0, at), count: keys.length };
 }
 
 /** While Redis cannot be reached, how long after a failed connection the next one is tried. */

@@ -118,13 +118,6 @@ export class RespLink {
     }
   }
 
-  send(command: string, keys: readonly string[], expect: Expect): Promise<Reply[]> {
-    return this.enqueue(
-      keys.map((key) => [command, key]),
-      expect,
-    );
-  }
-
   close(): Promise<void> {
     this.broken = true;
     if (this.socket.destroyed) return Promise.resolve();

@@ -198,6 +198,7 @@ function withStallBreaker(reader: IdSetReads): IdSetReads {
   return {
     sizes: (keys) => breaker.track(["SCARD"], () => reader.sizes(keys)),
     members: (keys) => breaker.track(["SMEMBERS"], () => reader.members(keys)),
+    contains: (keys, members) => breaker.track(["SISMEMBER"], () => reader.contains(keys, members)),
     close: () => reader.close(),
   };
 }

@@ -10,6 +10,8 @@ export interface IdSetReads {
   sizes(keys: readonly string[]): Promise<number[]>;
   /** SMEMBERS of each key as UserIds, in one round trip ([] for a missing key). */
   members(keys: readonly string[]): Promise<UserId[][]>;
+  /** SISMEMBER of each key and the UserId at the same position, in one round trip. */
+  contains(keys: readonly string[], members: readonly UserId[]): Promise<boolean[]>;
   close(): Promise<void>;
 }
 
@@ -21,6 +23,7 @@ export function commandIdSetReads(send: SendCommand): IdSetReads {
   return {
     sizes: (keys) => Promise.all(keys.map((key) => send<number>(key, ["SCARD", key]))),
     members: (keys) => Promise.all(keys.map(async (key) => (await send<string[]>(key, ["SMEMBERS", key])).map(Number))),
+    contains: (keys, members) => Promise.all(keys.map(async (key, i) => (await send<number>(key, ["SISMEMBER", key, String(members[i])])) === 1)),
     close: async () => {},
   };
 }

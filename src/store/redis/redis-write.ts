@@ -376,9 +376,13 @@ async function planUnit(
   const users = new Map(batch.users.map((user) => [user.relationId, user]));
   const relations = relationColumns(batch);
   const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds, knownIds);
+  // Looked up while the rest is planned: the other plans read nothing these lookups tell.
+  const storedDeletes = storedFriendDeletes(redis, relations, deleteIds);
+  storedDeletes.catch(() => {});
   const userPlan = await planUsers(redis, batch, users, idOf, erased);
   const deletes = await planAssetDeletes(redis, batch);
   const releases = await planReleases(redis, batch, idOf);
+  const friendDeletes = await storedDeletes;
   return {
     records: recordCount(batch),
     erase: erased.commands,
@@ -387,7 +391,7 @@ async function planUnit(
     deletes: deletes.commands,
     friends: relations.friends,
     follows: relations.follows,
-    friendDeletes: relations.friendDeletes,
+    friendDeletes,
     followDeletes: relations.followDeletes,
     ids,
     deleteIds,
@@ -398,6 +402,52 @@ async function planUnit(
     emptied: deletes.emptied,
     then: acknowledge && acknowledge.ids.length > 0 ? chunks(acknowledge.ids).map((ids) => ["XACK", acknowledge.stream, acknowledge.group, ...ids]) : [],
   };
+}
+
+/** Friend pairs looked up per round trip by storedFriendDeletes. */
+const PAIRS_PER_LOOKUP = 20_000;
+
+/**
+ * The friend deletes worth sending. A delete that cancels an upsert of the same load (the batch's
+ * hint, BatchDeletes.friendsCancellingUpserts) names a pair that is often not stored at all: it is
+ * looked up, and dropped when it is not there. One read costs Redis a fifth of the four removals it
+ * spares (two set members, and two description fields found only by scanning the users' hashes).
+ * One half of the pair tells: every write of a friend pair writes both halves in one unit, and a unit
+ * is always completed (journal.ts). Every other delete is of an edge that is likely stored, and is
+ * sent unread.
+ */
+async function storedFriendDeletes(redis: RedisConnection, relations: RelationColumns, deleteIds: Float64Array): Promise<FriendColumns> {
+  const { friendDeletes: deletes, friendDeletesCancelling: cancelling } = relations;
+  if (cancelling === null) return deletes;
+  const looked: number[] = [];
+  // Deletes with an end that is not stored (or erased by the unit) are skipped when sent anyway.
+  for (let i = 0; i < deletes.length; i++) {
+    if (cancelling[i] === 1 && deleteIds[deletes.a[i]!] !== 0 && deleteIds[deletes.b[i]!] !== 0) looked.push(i);
+  }
+  if (looked.length === 0) return deletes;
+  const lookups = chunks(looked, PAIRS_PER_LOOKUP).map((part) => {
+    const keys: string[] = [];
+    const members: UserId[] = [];
+    for (const i of part) {
+      keys.push(friendsKey(deleteIds[deletes.a[i]!]!));
+      members.push(deleteIds[deletes.b[i]!]!);
+    }
+    return redis.idSets.contains(keys, members);
+  });
+  const found = (await Promise.all(lookups)).flat();
+  const absent = new Uint8Array(deletes.length);
+  looked.forEach((i, k) => {
+    if (!found[k]) absent[i] = 1;
+  });
+  const kept = deletes.length - absent.reduce((sum, flag) => sum + flag, 0);
+  const a = new Uint32Array(kept);
+  const b = new Uint32Array(kept);
+  for (let i = 0, k = 0; i < deletes.length; i++) {
+    if (absent[i] === 1) continue;
+    a[k] = deletes.a[i]!;
+    b[k++] = deletes.b[i]!;
+  }
+  return new FriendColumns(deletes.names, a, b, [""], new Uint32Array(kept));
 }
 
 /**
