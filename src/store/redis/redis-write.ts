@@ -591,20 +591,33 @@ async function planReleases(redis: RedisConnection, batch: IngestBatch, idOf: Ma
   const gained: number[] = [];
   batch.releases.forEach(({ peers }, i) => {
     const self = ids.indexOf(releasers[i]!);
-    const old = new Set(before[i]!);
-    const next = new Set(peers === "*" ? [all] : peers.map((peer) => idOf.get(peer) as UserId));
+    // Both lists hold distinct ids (a set's members; a validated release's peers).
+    const old = before[i]!;
+    const next = peers === "*" ? [all] : peers.map((peer) => idOf.get(peer) as UserId);
+    const inOld = membership(old);
+    const inNext = membership(next);
     for (const peer of old) {
-      if (next.has(peer)) continue;
+      if (inNext(peer)) continue;
       lostBy.push(self);
       lost.push(ids.indexOf(peer));
     }
     for (const peer of next) {
-      if (old.has(peer)) continue;
+      if (inOld(peer)) continue;
       gainedBy.push(self);
       gained.push(ids.indexOf(peer));
     }
   });
   return { ids: Float64Array.from(ids.ids), lostBy: Uint32Array.from(lostBy), lost: Uint32Array.from(lost), gainedBy: Uint32Array.from(gainedBy), gained: Uint32Array.from(gained) };
+}
+
+/** Lists up to this long are searched rather than put in a Set: a release names a few peers. */
+const SCANNED_LIST = 16;
+
+/** Whether an id is in `list`: by a scan for a short list, which costs less than making a Set of it. */
+function membership(list: readonly UserId[]): (id: UserId) => boolean {
+  if (list.length <= SCANNED_LIST) return (id) => list.includes(id);
+  const set = new Set(list);
+  return (id) => set.has(id);
 }
 
 /** Distinct user ids numbered in order of first appearance. */

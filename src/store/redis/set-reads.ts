@@ -38,13 +38,15 @@ const KEYS_PER_READ = 10_000;
  * planning the releases.
  */
 export async function readIdSets(redis: RedisConnection, keys: readonly string[]): Promise<UserId[][]> {
-  const result: UserId[][] = [];
-  for (const part of chunks(keys, KEYS_PER_READ)) {
-    const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
-    const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
-    sets.forEach((set, i) => result.push(set ?? large[i]!.map(Number)));
-  }
-  return result;
+  // The parts go out together: one part's replies are read while Redis answers the next.
+  const parts = await Promise.all(
+    chunks(keys, KEYS_PER_READ).map(async (part) => {
+      const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
+      const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
+      return sets.map((set, i) => set ?? large[i]!.map(Number));
+    }),
+  );
+  return parts.flat();
 }
 
 /** SCARD of each key, in one round trip. */
