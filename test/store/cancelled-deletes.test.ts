@@ -1,10 +1,10 @@
-import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { respConnections } from "../../src/fast/store-connections.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { OwnConnections } from "../../src/store/redis/own-connections.js";
 import type { GraphStore } from "../../src/store/store.js";
+import { commandsDuring } from "../support/redis-monitor.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 
 /*
@@ -69,21 +69,7 @@ describe.each<{ name: string; own?: OwnConnections }>([
 
   it("write nothing for a pair that was not stored, and remove a pair that was", async () => {
     const [s5, s6] = (await store.resolveRelationIds(["s5", "s6"])) as [number, number];
-    const monitor = createClient({ url: server.url });
-    await monitor.connect();
-    const seen: string[] = [];
-    try {
-      await monitor.monitor((line) => seen.push(line));
-      await ingestRecords(store, CHANGES);
-      // Everything before it has been seen once the monitor shows this.
-      await store.resolveRelationIds(["end-of-load"]);
-      for (let waited = 0; !seen.some((line) => line.includes('"end-of-load"')); waited += 10) {
-        if (waited > 5_000) throw new Error("the monitor never showed the last command");
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    } finally {
-      await monitor.close();
-    }
+    const seen = await commandsDuring(server.url, () => ingestRecords(store, CHANGES));
     const command = (line: string) => /"([A-Z]+)"/.exec(line)?.[1];
     const naming = (id: number) => seen.filter((line) => new RegExp(`:${id}" `).test(line) || new RegExp(` "${id}"`).test(line));
     // The s5–s6 pair is looked up once, and no write names it.

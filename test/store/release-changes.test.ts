@@ -1,9 +1,9 @@
-import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { releaseKey } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore } from "../../src/store/store.js";
+import { commandsDuring } from "../support/redis-monitor.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
 /*
@@ -35,24 +35,12 @@ describe("a release narrowed or widened", () => {
 
   it("sends only the peers it loses and gains, never one it keeps", async () => {
     const ids = new Map(((await store.resolveRelationIds(["short", "long", ...PEERS])) as number[]).map((id, k) => [["short", "long", ...PEERS][k]!, id]));
-    const monitor = createClient({ url: server.url });
-    await monitor.connect();
-    const seen: string[] = [];
-    try {
-      await monitor.monitor((line) => seen.push(line));
-      await ingestRecords(store, [
+    const seen = await commandsDuring(server.url, () =>
+      ingestRecords(store, [
         { type: "release", relationId: "short", peers: ["p2", "p3", "p4"] },
         { type: "release", relationId: "long", peers: PEERS.slice(10, 40) },
-      ]);
-      // Everything before it has been seen once the monitor shows this.
-      await store.resolveRelationIds(["end-of-load"]);
-      for (let waited = 0; !seen.some((line) => line.includes('"end-of-load"')); waited += 10) {
-        if (waited > 5_000) throw new Error("the monitor never showed the last command");
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    } finally {
-      await monitor.close();
-    }
+      ]),
+    );
     /** The peers the SREMs or SADDs of a user's release name. */
     const sent = (command: string, owner: string) => {
       const key = releaseKey(ids.get(owner)!);

@@ -1,4 +1,3 @@
-import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestValidationError, ingestRecords } from "../../src/ingest/ingest.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
@@ -6,6 +5,7 @@ import { UnknownRelationIdError } from "../../src/store/batch.js";
 import { RELATION_ID_INDEX } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore, IngestBatch } from "../../src/store/store.js";
+import { commandsDuring } from "../support/redis-monitor.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
 /*
@@ -23,13 +23,6 @@ async function checked(store: GraphStore, records: object[]): Promise<IngestBatc
   return validator.finish(store);
 }
 
-async function waitFor(condition: () => boolean): Promise<void> {
-  for (let waited = 0; !condition(); waited += 10) {
-    if (waited > 5_000) throw new Error("the monitor never showed the last command");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe("relationIds looked up under the write lease", () => {
   let server: TestRedisServer;
   let store: GraphStore;
@@ -44,18 +37,9 @@ describe("relationIds looked up under the write lease", () => {
   });
 
   it("are read once for a load: by its check, and not again by its plan", async () => {
-    const monitor = createClient({ url: server.url });
-    await monitor.connect();
-    const seen: string[] = [];
-    try {
-      await monitor.monitor((line) => seen.push(line));
-      await ingestRecords(store, [{ type: "friend", a: "s1", b: "s2" }, user("s9"), { type: "follow", from: "s9", to: "s3" }]);
-      // Everything before it has been seen once the monitor shows this.
-      await store.resolveRelationIds(["end-of-load"]);
-      await waitFor(() => seen.some((line) => line.includes('"end-of-load"')));
-    } finally {
-      await monitor.close();
-    }
+    const seen = await commandsDuring(server.url, () =>
+      ingestRecords(store, [{ type: "friend", a: "s1", b: "s2" }, user("s9"), { type: "follow", from: "s9", to: "s3" }]),
+    );
     const lookups = seen.filter((line) => line.includes(`"HMGET" "${RELATION_ID_INDEX}"`));
     const naming = (relationId: string) => lookups.filter((line) => line.includes(` "${relationId}"`)).length;
     // The check looks up the stored users the load names; the plan reads only the user it defines.
