@@ -465,19 +465,20 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
   const stored = await hashGetMany(redis, RELATION_ID_INDEX, relationIds);
   const targets = relationIds.flatMap((relationId, i) => (stored[i] == null ? [] : [{ relationId, id: Number(stored[i]) }]));
   const records = await readUsers(redis, targets.map(({ id }) => id));
+  // The sets of UserIds are read in bulk, as numbers; the others (assets, paging states) are sized in
+  // bulk, and only those that hold anything are scanned: a node-redis command per set per user was
+  // most of planning a feed unit that erases users an earlier unit created.
+  const idSetKeys = (id: UserId) => [userSetKey("friends", id), userSetKey("following", id), userSetKey("followers", id), releaseKey(id), releasedToKey(id)];
+  const textSetKeys = (id: UserId) => [userAssetsKey("contracts", id), userAssetsKey("nfts", id), pagingStateOwnerKey(id)];
+  const [idSets, textSetSizes] = await Promise.all([
+    readIdSets(redis, targets.flatMap(({ id }) => idSetKeys(id))),
+    redis.idSets.sizes(targets.flatMap(({ id }) => textSetKeys(id))),
+  ]);
   await Promise.all(
     targets.map(async ({ relationId, id }, i) => {
       const record = records[i];
-      const [friends, following, followers, contracts, nfts, release, releasedTo, pages] = await Promise.all([
-        scanSet(redis, userSetKey("friends", id)),
-        scanSet(redis, userSetKey("following", id)),
-        scanSet(redis, userSetKey("followers", id)),
-        scanSet(redis, userAssetsKey("contracts", id)),
-        scanSet(redis, userAssetsKey("nfts", id)),
-        scanSet(redis, releaseKey(id)),
-        scanSet(redis, releasedToKey(id)),
-        scanSet(redis, pagingStateOwnerKey(id)),
-      ]);
+      const [friends = [], following = [], followers = [], release = [], releasedTo = []] = idSets.slice(5 * i, 5 * i + 5);
+      const [contracts = [], nfts = [], pages = []] = await Promise.all(textSetKeys(id).map((key, k) => (textSetSizes[3 * i + k]! > 0 ? scanSet(redis, key) : [])));
       const owned = record ? identitiesOf(record) : [];
       const owners = await Promise.all(owned.map(([kind, value]) => redis.send<string | null>(identityIndexKey(kind), ["HGET", identityIndexKey(kind), value])));
       const self = String(id);
@@ -488,11 +489,11 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
         if (owners[k] === self) grouped.add("HDEL", identityIndexKey(kind), value);
       });
       for (const friend of friends) {
-        grouped.add("SREM", userSetKey("friends", Number(friend)), self);
-        grouped.add("HDEL", friendDescriptionsKey(Number(friend)), self);
+        grouped.add("SREM", userSetKey("friends", friend), self);
+        grouped.add("HDEL", friendDescriptionsKey(friend), self);
       }
-      for (const followed of following) grouped.add("SREM", userSetKey("followers", Number(followed)), self);
-      for (const follower of followers) grouped.add("SREM", userSetKey("following", Number(follower)), self);
+      for (const followed of following) grouped.add("SREM", userSetKey("followers", followed), self);
+      for (const follower of followers) grouped.add("SREM", userSetKey("following", follower), self);
       for (const asset of contracts) grouped.add("SREM", assetHoldersKey("contracts", asset), self);
       for (const asset of nfts) grouped.add("SREM", assetHoldersKey("nfts", asset), self);
       for (const address of record?.addresses ?? []) {
@@ -502,8 +503,8 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
           grouped.add("SREM", assetAddressesKey(kind), address);
         }
       }
-      for (const peer of release) if (peer !== RELEASE_ALL) grouped.add("SREM", releasedToKey(Number(peer)), self);
-      for (const releaser of releasedTo) grouped.add("SREM", releaseKey(Number(releaser)), self);
+      for (const peer of release) if (peer !== Number(RELEASE_ALL)) grouped.add("SREM", releasedToKey(peer), self);
+      for (const releaser of releasedTo) grouped.add("SREM", releaseKey(releaser), self);
       for (const key of pages) commands.push(["DEL", key]);
       const own = [
         userSetKey("friends", id),
