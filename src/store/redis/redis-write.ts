@@ -450,6 +450,9 @@ async function storedFriendDeletes(redis: RedisConnection, relations: RelationCo
   return new FriendColumns(deletes.names, a, b, [""], new Uint32Array(kept));
 }
 
+/** Sets sized per round trip when erasures are planned. */
+const ERASED_SETS_PER_READ = 10_000;
+
 /**
  * The commands that erase users: record, relationId, identities, every edge touching them (and the
  * other end's half of it), their assets and their addresses' asset records, their release and their
@@ -470,10 +473,12 @@ async function planErasures(redis: RedisConnection, relationIds: readonly string
   // most of planning a feed unit that erases users an earlier unit created.
   const idSetKeys = (id: UserId) => [userSetKey("friends", id), userSetKey("following", id), userSetKey("followers", id), releaseKey(id), releasedToKey(id)];
   const textSetKeys = (id: UserId) => [userAssetsKey("contracts", id), userAssetsKey("nfts", id), pagingStateOwnerKey(id)];
-  const [idSets, textSetSizes] = await Promise.all([
-    readIdSets(redis, targets.flatMap(({ id }) => idSetKeys(id))),
-    redis.idSets.sizes(targets.flatMap(({ id }) => textSetKeys(id))),
-  ]);
+  const sizeAll = async (keys: string[]) => {
+    const sizes: number[] = [];
+    for (const part of chunks(keys, ERASED_SETS_PER_READ)) for (const size of await redis.idSets.sizes(part)) sizes.push(size);
+    return sizes;
+  };
+  const [idSets, textSetSizes] = await Promise.all([readIdSets(redis, targets.flatMap(({ id }) => idSetKeys(id))), sizeAll(targets.flatMap(({ id }) => textSetKeys(id)))]);
   await Promise.all(
     targets.map(async ({ relationId, id }, i) => {
       const record = records[i];

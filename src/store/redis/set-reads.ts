@@ -29,6 +29,8 @@ export async function scanSet(redis: RedisConnection, key: string): Promise<stri
 const WHOLE_SET_LIMIT = 10_000;
 /** Keys per round trip of readIdSets. */
 const KEYS_PER_READ = 10_000;
+/** readIdSets' round trips in flight at once. */
+const PARTS_IN_FLIGHT = 8;
 
 /**
  * Members of many sets of UserIds (releases, edges) as numbers: sized, then read whole, a round
@@ -38,15 +40,21 @@ const KEYS_PER_READ = 10_000;
  * planning the releases.
  */
 export async function readIdSets(redis: RedisConnection, keys: readonly string[]): Promise<UserId[][]> {
-  // The parts go out together: one part's replies are read while Redis answers the next.
-  const parts = await Promise.all(
-    chunks(keys, KEYS_PER_READ).map(async (part) => {
-      const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
-      const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
-      return sets.map((set, i) => set ?? large[i]!.map(Number));
-    }),
-  );
-  return parts.flat();
+  const readPart = async (part: string[]): Promise<UserId[][]> => {
+    const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
+    const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
+    return sets.map((set, i) => set ?? large[i]!.map(Number));
+  };
+  // Parts go out a few at a time: one part's replies are read while Redis answers the next, and a
+  // read of millions of keys (erasing that many users) still holds only a few parts at once.
+  const parts = chunks(keys, KEYS_PER_READ);
+  const result: UserId[][] = [];
+  for (let at = 0; at < parts.length; at += PARTS_IN_FLIGHT) {
+    for (const sets of await Promise.all(parts.slice(at, at + PARTS_IN_FLIGHT).map(readPart))) {
+      for (const set of sets) result.push(set);
+    }
+  }
+  return result;
 }
 
 /** SCARD of each key, in one round trip. */
