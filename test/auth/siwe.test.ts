@@ -116,7 +116,10 @@ describe("createSiweVerifier", () => {
   });
 
   it("rejects a message whose address is not EIP-55 checksummed and says which line", async () => {
-    const wallet = Wallet.createRandom();
+    // A random address whose checksum happens to leave every letter lowercase (or that has no letter)
+    // is checksummed in lowercase too: one with a capital is drawn.
+    let wallet = Wallet.createRandom();
+    while (wallet.address === wallet.address.toLowerCase()) wallet = Wallet.createRandom();
     const { message: original } = await signed(wallet);
     const message = original.replace(wallet.address, wallet.address.toLowerCase());
     const sig = await wallet.signMessage(message);
