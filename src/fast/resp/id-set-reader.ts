@@ -1,6 +1,7 @@
 import type { UserId } from "../../domain/model.js";
 import type { IdSetReads } from "../../store/redis/id-sets.js";
 import type { EncodedCommands } from "../../store/redis/own-connections.js";
+import { RespWindow } from "../../store/redis/resp-window.js";
 import { RespLink, respEndpointOf, type Expect, type Reply, type RespEndpoint } from "./link.js";
 
 /**
@@ -65,26 +66,15 @@ export class RespIdSetReader implements IdSetReads {
   }
 }
 
-const SISMEMBER = Buffer.from("*3\r\n$9\r\nSISMEMBER\r\n");
-
 /**
- * SISMEMBER of each key and member as RESP bytes, written straight into one buffer: a unit's lookups
- * are a hundred thousand commands, and an argument list and strings for each made them cost more
- * in garbage collection than Redis took to answer them.
+ * SISMEMBER of each key and member as RESP bytes in one window: a unit's lookups are a hundred
+ * thousand commands, and one string of them all, as encodeCommands makes, cost more in garbage
+ * collection than Redis took to answer them.
  */
 function encodeMembership(keys: readonly string[], members: readonly UserId[]): EncodedCommands {
-  let size = 0;
-  for (const key of keys) size += SISMEMBER.length + 2 * key.length + 64;
-  const bytes = Buffer.allocUnsafe(size);
-  let at = 0;
-  keys.forEach((key, i) => {
-    at += SISMEMBER.copy(bytes, at);
-    // Keys are ASCII (keys.ts): a character is a byte.
-    at += bytes.write(`$${key.length}\r\n${key}\r\n`, at, "latin1");
-    const member = String(members[i]);
-    at += bytes.write(`$${member.length}\r\n${member}\r\n`, at, "latin1");
-  });
-  return { bytes: bytes.subarray(0, at), count: keys.length };
+  const window = new RespWindow(64 * keys.length);
+  keys.forEach((key, i) => window.appendCommand(["SISMEMBER", key, String(members[i])]));
+  return window.take();
 }
 
 /** While Redis cannot be reached, how long after a failed connection the next one is tried. */

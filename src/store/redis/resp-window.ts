@@ -41,6 +41,14 @@ export class RespWindow {
     this.length += bytes.byteLength;
   }
 
+  /** Appends one command whose arguments are texts. */
+  appendCommand(texts: readonly string[]): void {
+    let command = `*${texts.length}\r\n`;
+    for (const text of texts) command += bulkString(text);
+    this.appendText(command);
+    this.count++;
+  }
+
   /** Appends one command whose arguments are texts, but for its last, which is bytes (a SET of a byte value). */
   appendCommandWithBytes(texts: readonly string[], bytes: Uint8Array): void {
     let head = `*${texts.length + 1}\r\n`;
