@@ -1,4 +1,4 @@
-import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 
 /** What readLines reads: a file's path, or a stream such as stdin. */
 export type LineSource = string | NodeJS.ReadableStream;
@@ -20,21 +20,46 @@ const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
  * byte-order mark at the start is dropped. Reading bytes rather than text lets the common compact
  * records be read without making a string of each line (compact-records.ts).
  */
-export function readByteLines(source: LineSource, onLine: ByteLineHandler): Promise<number> {
+export async function readByteLines(source: LineSource, onLine: ByteLineHandler): Promise<number> {
+  const lines = new LineSplitter(onLine);
+  if (typeof source === "string") {
+    for await (const chunk of fileChunks(source)) lines.push(chunk);
+  } else {
+    await streamChunks(source, (chunk) => lines.push(chunk));
+  }
+  return lines.end();
+}
+
+/**
+ * A file's bytes in chunks, the next one read while the caller handles the one it has: a read is a
+ * copy on another thread (libuv's pool), which a stream starts only once its reader is done with the
+ * chunk before. Each chunk is valid until the next is asked for.
+ */
+async function* fileChunks(path: string): AsyncGenerator<Buffer> {
+  const file = await open(path, "r");
+  const buffers = [Buffer.allocUnsafe(FILE_CHUNK_BYTES), Buffer.allocUnsafe(FILE_CHUNK_BYTES)];
+  let next = file.read(buffers[0]!, 0, FILE_CHUNK_BYTES, null);
+  try {
+    for (let k = 1; ; k++) {
+      const { bytesRead, buffer } = await next;
+      if (bytesRead === 0) return;
+      next = file.read(buffers[k % 2]!, 0, FILE_CHUNK_BYTES, null);
+      yield buffer.subarray(0, bytesRead);
+    }
+  } finally {
+    // A read still under way writes into our buffer: let it end before the file is closed.
+    await next.catch(() => {});
+    await file.close();
+  }
+}
+
+/** The size of a file read: the size a file stream reads too, small enough to stay in the cache while lines are split. */
+const FILE_CHUNK_BYTES = 64 * 1024;
+
+/** Calls onChunk with each chunk of a stream; resolves at its end, rejects with its error or onChunk's. */
+function streamChunks(input: NodeJS.ReadableStream, onChunk: (chunk: Buffer) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const input: NodeJS.ReadableStream = typeof source === "string" ? createReadStream(source) : source;
-    let line = 0;
     let failed = false;
-    // The start of a line that the previous reads did not end, in pieces joined once the line ends (a
-    // line of many reads is copied once, not once per read), and whether they ended on a CR (whose LF,
-    // if the next read begins with one, belongs to the same line break).
-    let partial: Buffer[] = [];
-    let afterCr = false;
-    const emit = (bytes: Buffer, start: number, end: number) => {
-      line++;
-      if (line === 1) start += byteOrderMarkLength(bytes, start, end);
-      onLine(bytes, start, end, line);
-    };
     const fail = (error: unknown): void => {
       failed = true;
       (input as { destroy?: () => void }).destroy?.();
@@ -43,51 +68,73 @@ export function readByteLines(source: LineSource, onLine: ByteLineHandler): Prom
     input.once("error", fail);
     input.on("data", (data: Buffer | string) => {
       if (failed) return;
-      const chunk = typeof data === "string" ? Buffer.from(data) : data;
-      if (chunk.length === 0) return;
       try {
-        let start = afterCr && chunk[0] === LF ? 1 : 0;
-        afterCr = false;
-        let cr = chunk.indexOf(CR, start);
-        for (;;) {
-          const lf = chunk.indexOf(LF, start);
-          if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
-          const lineEnd = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
-          if (lineEnd === -1) break;
-          if (partial.length > 0) {
-            partial.push(chunk.subarray(start, lineEnd));
-            const joined = Buffer.concat(partial);
-            partial = [];
-            emit(joined, 0, joined.length);
-          } else {
-            emit(chunk, start, lineEnd);
-          }
-          start = lineEnd + 1;
-          if (lineEnd === cr) {
-            // A CR LF is one line break; a CR that ends the read waits for the next read's first byte.
-            if (start === chunk.length) afterCr = true;
-            else if (chunk[start] === LF) start++;
-          }
-        }
-        // Copied: a stream may reuse the memory of a chunk it has handed over.
-        if (start < chunk.length) partial.push(Buffer.from(chunk.subarray(start)));
+        onChunk(typeof data === "string" ? Buffer.from(data) : data);
       } catch (error) {
         fail(error);
       }
     });
     input.once("end", () => {
-      if (failed) return;
-      try {
-        if (partial.length > 0) {
-          const joined = Buffer.concat(partial);
-          emit(joined, 0, joined.length);
-        }
-      } catch (error) {
-        return fail(error);
-      }
-      resolve(line);
+      if (!failed) resolve();
     });
   });
+}
+
+/** Splits chunks into lines for readByteLines. */
+class LineSplitter {
+  private line = 0;
+  // The start of a line that the previous reads did not end, in pieces joined once the line ends (a
+  // line of many reads is copied once, not once per read), and whether they ended on a CR (whose LF,
+  // if the next read begins with one, belongs to the same line break).
+  private partial: Buffer[] = [];
+  private afterCr = false;
+
+  constructor(private readonly onLine: ByteLineHandler) {}
+
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    let start = this.afterCr && chunk[0] === LF ? 1 : 0;
+    this.afterCr = false;
+    let cr = chunk.indexOf(CR, start);
+    for (;;) {
+      const lf = chunk.indexOf(LF, start);
+      if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
+      const lineEnd = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
+      if (lineEnd === -1) break;
+      if (this.partial.length > 0) {
+        this.partial.push(chunk.subarray(start, lineEnd));
+        const joined = Buffer.concat(this.partial);
+        this.partial = [];
+        this.emit(joined, 0, joined.length);
+      } else {
+        this.emit(chunk, start, lineEnd);
+      }
+      start = lineEnd + 1;
+      if (lineEnd === cr) {
+        // A CR LF is one line break; a CR that ends the read waits for the next read's first byte.
+        if (start === chunk.length) this.afterCr = true;
+        else if (chunk[start] === LF) start++;
+      }
+    }
+    // Copied: the chunk's memory is read into again (a file's) or may be reused (a stream's).
+    if (start < chunk.length) this.partial.push(Buffer.from(chunk.subarray(start)));
+  }
+
+  /** Emits the last line, if it has no line break; returns the number of lines. */
+  end(): number {
+    if (this.partial.length > 0) {
+      const joined = Buffer.concat(this.partial);
+      this.partial = [];
+      this.emit(joined, 0, joined.length);
+    }
+    return this.line;
+  }
+
+  private emit(bytes: Buffer, start: number, end: number): void {
+    this.line++;
+    if (this.line === 1) start += byteOrderMarkLength(bytes, start, end);
+    this.onLine(bytes, start, end, this.line);
+  }
 }
 
 /**

@@ -1,6 +1,9 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPrng } from "../../src/ingest/prng.js";
 import { readByteLines, readLines } from "../../src/ingest/read-lines.js";
 
@@ -87,4 +90,56 @@ describe("readByteLines", () => {
     await expect(reading).rejects.toThrow("bad line");
     expect(seen).toEqual([1, 2]);
   });
+
+  describe("a file", () => {
+    // Files are read 64 KiB at a time, the next read under way while a chunk is split: lines and
+    // line breaks that straddle those reads must come out as readline gives them.
+    const CHUNK = 64 * 1024;
+    let dir = "";
+    beforeAll(async () => {
+      dir = await mkdtemp(path.join(tmpdir(), "read-lines-"));
+    });
+    afterAll(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+    const fileLines = async (bytes: Buffer) => {
+      const file = path.join(dir, "lines.txt");
+      await writeFile(file, bytes);
+      const lines: string[] = [];
+      const count = await readByteLines(file, (chunk, start, end) => lines.push(chunk.toString("utf8", start, end)));
+      return { lines, count };
+    };
+
+    it("gives readline's lines when breaks, CR LF pairs and multibyte characters straddle its reads", async () => {
+      const rng = createPrng("read-lines:file");
+      for (const [at, text] of [[CHUNK - 1, "\r\n"], [CHUNK - 1, "é"], [2 * CHUNK - 1, "\r"], [3 * CHUNK, "\n"]] as const) {
+        const bytes = Buffer.alloc(3 * CHUNK + 5_000, "x");
+        for (let k = 0; k < 40; k++) bytes[rng.int(bytes.length)] = 0x0a;
+        bytes.write(text, at);
+        bytes.write("\ufeff", 0);
+        const { lines, count } = await fileLines(bytes);
+        expect(lines).toEqual(await readlineLines(bytes));
+        expect(count).toBe(lines.length);
+      }
+    });
+
+    it("holds a line longer than many reads whole", async () => {
+      const long = "y".repeat(5 * CHUNK + 7);
+      const { lines } = await fileLines(Buffer.from(`a\n${long}\nb`));
+      expect(lines).toEqual(["a", long, "b"]);
+    });
+
+    it("rejects with the handler's error, and the file's own", async () => {
+      const file = path.join(dir, "three.txt");
+      await writeFile(file, "a\n".repeat(3 * CHUNK));
+      let seen = 0;
+      const reading = readByteLines(file, () => {
+        if (++seen === CHUNK + 3) throw new Error("bad line");
+      });
+      await expect(reading).rejects.toThrow("bad line");
+      expect(seen).toBe(CHUNK + 3);
+      await expect(readByteLines(path.join(dir, "absent.txt"), () => {})).rejects.toMatchObject({ code: "ENOENT" });
+    });
+  });
 });
+
