@@ -297,7 +297,7 @@ class Validation implements LoadValidator {
 
   async finish(store: StoredGraph): Promise<IngestBatch> {
     const { marks: friendMarks, afterUpsert: friendsAfterUpsert } = this.netFriends();
-    const followMarks = this.netFollows();
+    const { marks: followMarks, afterUpsert: followsAfterUpsert } = this.netFollows();
     const interactions = this.netAssets(this.interactions);
     const nfts = this.netAssets(this.nfts);
     await this.voidAssetsOfErasedUsers(store, [interactions, nfts]);
@@ -332,6 +332,7 @@ class Validation implements LoadValidator {
         friends: new FriendColumns(names, pick(this.friendA, deletedFriends), pick(this.friendB, deletedFriends), [""], new Uint32Array(deletedFriends.length)),
         friendsCancellingUpserts: Uint8Array.from(deletedFriends, (i) => friendsAfterUpsert[i]!),
         follows: new FollowColumns(names, pick(this.followFrom, deletedFollows), pick(this.followTo, deletedFollows)),
+        followsCancellingUpserts: Uint8Array.from(deletedFollows, (i) => followsAfterUpsert[i]!),
         interactions: assetsOf(interactions, DELETE),
         nfts: assetsOf(nfts, DELETE),
       },
@@ -487,14 +488,18 @@ class Validation implements LoadValidator {
   }
 
   /** Marks each follow record as netFriends does friends; with no follow deletes, repeats are harmless and kept. */
-  private netFollows(): Uint8Array {
+  private netFollows(): { marks: Uint8Array; afterUpsert: Uint8Array } {
     const n = this.followFrom.length;
     const marks = new Uint8Array(n);
     const from = this.followFrom.view();
     const to = this.followTo.view();
+    let afterUpsert: Uint8Array = new Uint8Array(n);
     if (this.followDeletes > 0) {
       const range = this.relationIds.texts.length;
-      lastOfEachGroup(sortedByKey(from, range, sortedByKey(to, range)), (x, y) => from[x] === from[y] && to[x] === to[y], marks);
+      const order = sortedByKey(from, range, sortedByKey(to, range));
+      const sameEdge = (x: number, y: number) => from[x] === from[y] && to[x] === to[y];
+      lastOfEachGroup(order, sameEdge, marks);
+      afterUpsert = afterAnUpsert(order, sameEdge, this.followOp.view());
     }
     const anyErased = this.erasedAt.length > 0;
     for (let i = 0; i < n; i++) {
@@ -502,7 +507,7 @@ class Validation implements LoadValidator {
       const at = this.followAt.get(i);
       marks[i] = anyErased && (this.voidedBy(from[i]!, at) || this.voidedBy(to[i]!, at)) ? VOID : this.followOp.get(i);
     }
-    return marks;
+    return { marks, afterUpsert };
   }
 
   /** The last record of each (address, contract) pair; every record when the load deletes none. */

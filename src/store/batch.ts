@@ -120,6 +120,8 @@ export interface RelationColumns {
   /** BatchDeletes.friendsCancellingUpserts, by position in friendDeletes; null without it. */
   friendDeletesCancelling: Uint8Array | null;
   followDeletes: FollowColumns;
+  /** BatchDeletes.followsCancellingUpserts, by position in followDeletes; null without it. */
+  followDeletesCancelling: Uint8Array | null;
 }
 
 /**
@@ -131,8 +133,9 @@ export interface RelationColumns {
 export function relationColumns(batch: IngestBatch): RelationColumns {
   const deletes = batch.deletes ?? { friends: [], follows: [] };
   // Renumbering keeps the records' order, so the hint stays aligned either way.
-  const cancelling = batch.deletes?.friendsCancellingUpserts;
-  const friendDeletesCancelling = cancelling !== undefined && cancelling.length === deletes.friends.length ? cancelling : null;
+  const hint = (flags: Uint8Array | undefined, records: { length: number }) => (flags !== undefined && flags.length === records.length ? flags : null);
+  const friendDeletesCancelling = hint(batch.deletes?.friendsCancellingUpserts, deletes.friends);
+  const followDeletesCancelling = hint(batch.deletes?.followsCancellingUpserts, deletes.follows);
   const lists = [batch.friends, batch.follows, deletes.friends, deletes.follows];
   const shared = lists.find((records) => records instanceof FriendColumns || records instanceof FollowColumns)?.names;
   // Empty record lists fit any list of names.
@@ -149,6 +152,7 @@ export function relationColumns(batch: IngestBatch): RelationColumns {
       friendDeletes: friendsOf(deletes.friends),
       friendDeletesCancelling,
       followDeletes: followsOf(deletes.follows),
+      followDeletesCancelling,
     };
   }
   const names = new TextIndex();
@@ -159,6 +163,7 @@ export function relationColumns(batch: IngestBatch): RelationColumns {
     friendDeletes: FriendColumns.of(deletes.friends, names),
     friendDeletesCancelling,
     followDeletes: FollowColumns.of(deletes.follows, names),
+    followDeletesCancelling,
   };
 }
 

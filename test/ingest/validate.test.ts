@@ -491,6 +491,31 @@ describe("changes", () => {
     expect(Object.fromEntries(deletes.map((pair, i) => [pair, hints[i]]))).toEqual({ "u2-u1": 1, "u1-u3": 0, "u5-u2": 1 });
   });
 
+  it("marks the follow deletes that cancel an upsert of the same load, as it does friends", async () => {
+    await loads({ "a.jsonl": ["u1", "u2", "u3", "u4"].map((id, k) => userLine(id, [addr(`e${k}`)])) });
+    const validator = createLoadValidator({ sources: ["b.jsonl"] });
+    const unfollow = (from: string, to: string) => ({ op: "delete", type: "follow", from, to });
+    const records = [
+      { type: "follow", from: "u1", to: "u2" },
+      unfollow("u1", "u2"),
+      // The other direction is another edge: never followed in this load.
+      unfollow("u2", "u1"),
+      { type: "follow", from: "u3", to: "u4" },
+      unfollow("u3", "u4"),
+      { type: "follow", from: "u3", to: "u4" },
+      unfollow("u4", "u3"),
+      unfollow("u4", "u3"),
+    ];
+    records.forEach((record, i) => {
+      if (i % 2 === 0) validator.addRecord(record, 0, i + 1);
+      else validator.addLineBytes(Buffer.from(JSON.stringify(record)), 0, JSON.stringify(record).length, 0, i + 1);
+    });
+    const batch = await validator.finish(store);
+    const deletes = [...FollowColumns.of(batch.deletes!.follows)].map(({ from, to }) => `${from}>${to}`);
+    const hints = [...batch.deletes!.followsCancellingUpserts!];
+    expect(Object.fromEntries(deletes.map((edge, i) => [edge, hints[i]]))).toEqual({ "u1>u2": 1, "u2>u1": 0, "u4>u3": 0 });
+  });
+
   it("deletes interactions and nfts, the last record of a pair winning", async () => {
     await loads({ "a.jsonl": [u1, { type: "interaction", address: A, contract: K }, { type: "nft", address: A, contract: C }] });
     await loads({

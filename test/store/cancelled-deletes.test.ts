@@ -8,16 +8,24 @@ import { commandsDuring } from "../support/redis-monitor.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 
 /*
- * A friend delete that cancels an upsert of the same load is looked up before it is sent
- * (redis-write.ts, storedFriendDeletes): when the pair was not stored, nothing is written for it;
+ * A friend or follow delete that cancels an upsert of the same load is looked up before it is sent
+ * (redis-write.ts, storedEdgeDeletes): when the edge was not stored, nothing is written for it;
  * when it was, it is removed as any delete is. Every other delete is sent unread.
  */
 
 const user = (relationId: string) => ({ type: "user", relationId, addresses: [] });
 const friend = (a: string, b: string, description = "") => ({ type: "friend", a, b, description });
 const unfriend = (a: string, b: string) => ({ op: "delete", type: "friend", a, b });
+const follow = (from: string, to: string) => ({ type: "follow", from, to });
+const unfollow = (from: string, to: string) => ({ op: "delete", type: "follow", from, to });
 
-const STORED = [...["s1", "s2", "s3", "s4", "s5", "s6"].map(user), friend("s1", "s2", "met at ETHDenver"), friend("s3", "s4")];
+const STORED = [
+  ...["s1", "s2", "s3", "s4", "s5", "s6", "f1", "f2", "f3", "f4"].map(user),
+  friend("s1", "s2", "met at ETHDenver"),
+  friend("s3", "s4"),
+  follow("f1", "f2"),
+  follow("f2", "f1"),
+];
 const CHANGES = [
   // Stored, upserted again, then deleted: must go.
   friend("s1", "s2", "again"),
@@ -27,6 +35,12 @@ const CHANGES = [
   unfriend("s5", "s6"),
   // Stored, deleted without an upsert: sent unread.
   unfriend("s4", "s3"),
+  // The same three cases for follows.
+  follow("f1", "f2"),
+  unfollow("f1", "f2"),
+  follow("f3", "f4"),
+  unfollow("f3", "f4"),
+  unfollow("f2", "f1"),
 ];
 
 async function friendsOf(store: GraphStore, relationIds: string[]): Promise<Record<string, { friends: string[]; descriptions: string[] }>> {
@@ -42,6 +56,19 @@ async function friendsOf(store: GraphStore, relationIds: string[]): Promise<Reco
   return result;
 }
 
+/** Each user's following and followers, by relationId. */
+async function followsOf(store: GraphStore, relationIds: string[]): Promise<Record<string, string[]>> {
+  const ids = await store.resolveRelationIds(relationIds);
+  const result: Record<string, string[]> = {};
+  for (const [i, id] of ids.entries()) {
+    result[relationIds[i]!] = [...(await store.userSet("following", id!)), ...(await store.userSet("followers", id!))].map(String);
+  }
+  return result;
+}
+
+const FOLLOWERS = ["f1", "f2", "f3", "f4"];
+const NO_FOLLOWS = { f1: [], f2: [], f3: [], f4: [] };
+
 const EXPECTED = {
   s1: { friends: [], descriptions: [] },
   s2: { friends: [], descriptions: [] },
@@ -54,7 +81,7 @@ const EXPECTED = {
 describe.each<{ name: string; own?: OwnConnections }>([
   { name: "through node-redis" },
   { name: "through the speed layer's own connections", own: respConnections },
-])("friend deletes that cancel an upsert of the load, on a server, $name", ({ own }) => {
+])("friend and follow deletes that cancel an upsert of the load, on a server, $name", ({ own }) => {
   let server: TestRedisServer;
   let store: GraphStore;
   beforeAll(async () => {
@@ -67,8 +94,9 @@ describe.each<{ name: string; own?: OwnConnections }>([
     await server?.stop();
   });
 
-  it("write nothing for a pair that was not stored, and remove a pair that was", async () => {
-    const [s5, s6] = (await store.resolveRelationIds(["s5", "s6"])) as [number, number];
+  it("write nothing for an edge that was not stored, and remove an edge that was", async () => {
+    const [s5, s6, f3, f4] = (await store.resolveRelationIds(["s5", "s6", "f3", "f4"])) as [number, number, number, number];
+    expect(Object.values(await followsOf(store, FOLLOWERS)).map((peers) => peers.length)).toEqual([2, 2, 0, 0]);
     const seen = await commandsDuring(server.url, () => ingestRecords(store, CHANGES));
     const command = (line: string) => /"([A-Z]+)"/.exec(line)?.[1];
     const naming = (id: number) => seen.filter((line) => new RegExp(`:${id}" `).test(line) || new RegExp(` "${id}"`).test(line));
@@ -76,11 +104,15 @@ describe.each<{ name: string; own?: OwnConnections }>([
     const writes = new Set(["SREM", "HDEL", "SADD", "HSET"]);
     expect(naming(s5).filter((line) => command(line) === "SISMEMBER")).toHaveLength(1);
     expect([...naming(s5), ...naming(s6)].filter((line) => writes.has(command(line)!))).toEqual([]);
+    // So is the f3 → f4 follow, by its following half.
+    expect(naming(f3).filter((line) => command(line) === "SISMEMBER")).toEqual([expect.stringContaining(`"rg:following:${f3}" "${f4}"`)]);
+    expect([...naming(f3), ...naming(f4)].filter((line) => writes.has(command(line)!))).toEqual([]);
     expect(await friendsOf(store, ["s1", "s2", "s3", "s4", "s5", "s6"])).toEqual(EXPECTED);
+    expect(await followsOf(store, FOLLOWERS)).toEqual(NO_FOLLOWS);
   });
 });
 
-describe("friend deletes that cancel an upsert of the load, on a cluster", () => {
+describe("friend and follow deletes that cancel an upsert of the load, on a cluster", () => {
   let cluster: TestRedisCluster;
   let store: GraphStore;
   beforeAll(async () => {
@@ -93,8 +125,9 @@ describe("friend deletes that cancel an upsert of the load, on a cluster", () =>
     await cluster?.stop();
   });
 
-  it("leave the pairs as the load says, whether or not they were stored", async () => {
+  it("leave the edges as the load says, whether or not they were stored", async () => {
     await ingestRecords(store, CHANGES);
     expect(await friendsOf(store, ["s1", "s2", "s3", "s4", "s5", "s6"])).toEqual(EXPECTED);
+    expect(await followsOf(store, FOLLOWERS)).toEqual(NO_FOLLOWS);
   });
 });

@@ -377,12 +377,12 @@ async function planUnit(
   const relations = relationColumns(batch);
   const { idOf, ids, deleteIds } = await resolveOrAllocate(redis, batch, relations, users, erased.relationIds, knownIds);
   // Looked up while the rest is planned: the other plans read nothing these lookups tell.
-  const storedDeletes = storedFriendDeletes(redis, relations, deleteIds);
+  const storedDeletes = storedEdgeDeletes(redis, relations, deleteIds);
   storedDeletes.catch(() => {});
   const userPlan = await planUsers(redis, batch, users, idOf, erased);
   const deletes = await planAssetDeletes(redis, batch);
   const releases = await planReleases(redis, batch, idOf);
-  const friendDeletes = await storedDeletes;
+  const { friendDeletes, followDeletes } = await storedDeletes;
   return {
     records: recordCount(batch),
     erase: erased.commands,
@@ -392,7 +392,7 @@ async function planUnit(
     friends: relations.friends,
     follows: relations.follows,
     friendDeletes,
-    followDeletes: relations.followDeletes,
+    followDeletes,
     ids,
     deleteIds,
     assets: { contracts: batch.interactions, nfts: batch.nfts },
@@ -404,50 +404,77 @@ async function planUnit(
   };
 }
 
-/** Friend pairs looked up per round trip by storedFriendDeletes. */
+/** Pairs looked up per round trip by storedPairs. */
 const PAIRS_PER_LOOKUP = 20_000;
 
 /**
- * The friend deletes worth sending. A delete that cancels an upsert of the same load (the batch's
- * hint, BatchDeletes.friendsCancellingUpserts) names a pair that is often not stored at all: it is
- * looked up, and dropped when it is not there. One read costs Redis a fifth of the four removals it
- * spares (two set members, and two description fields found only by scanning the users' hashes).
- * One half of the pair tells: every write of a friend pair writes both halves in one unit, and a unit
- * is always completed (journal.ts). Every other delete is of an edge that is likely stored, and is
- * sent unread.
+ * The friend and follow deletes worth sending. A delete that cancels an upsert of the same load (the
+ * batch's hints, BatchDeletes.friendsCancellingUpserts and followsCancellingUpserts) names an edge
+ * that is often not stored at all: it is looked up, and dropped when it is not there. One read costs
+ * Redis a fraction of the removals it spares: two set members for a follow, and for a friend two
+ * more description fields, found only by scanning the users' hashes. One half of an edge tells:
+ * every write of an edge writes both halves in one unit, and a unit is always completed
+ * (journal.ts). Every other delete is of an edge that is likely stored, and is sent unread.
  */
-async function storedFriendDeletes(redis: RedisConnection, relations: RelationColumns, deleteIds: Float64Array): Promise<FriendColumns> {
-  const { friendDeletes: deletes, friendDeletesCancelling: cancelling } = relations;
-  if (cancelling === null) return deletes;
+async function storedEdgeDeletes(
+  redis: RedisConnection,
+  relations: RelationColumns,
+  deleteIds: Float64Array,
+): Promise<{ friendDeletes: FriendColumns; followDeletes: FollowColumns }> {
+  const { friendDeletes: friends, followDeletes: follows } = relations;
+  const [friendsKept, followsKept] = await Promise.all([
+    storedPairs(redis, friends.a, friends.b, relations.friendDeletesCancelling, deleteIds, friendsKey),
+    storedPairs(redis, follows.from, follows.to, relations.followDeletesCancelling, deleteIds, followingKey),
+  ]);
+  return {
+    friendDeletes: friendsKept ? new FriendColumns(friends.names, friendsKept.first, friendsKept.second, [""], new Uint32Array(friendsKept.first.length)) : friends,
+    followDeletes: followsKept ? new FollowColumns(follows.names, followsKept.first, followsKept.second) : follows,
+  };
+}
+
+/**
+ * The pairs (first[i], second[i]) of a delete column worth sending: those not flagged in
+ * `cancelling`, and the flagged ones whose half keyOf(first) ∋ second is stored. Null when every pair
+ * is kept.
+ */
+async function storedPairs(
+  redis: RedisConnection,
+  first: Uint32Array,
+  second: Uint32Array,
+  cancelling: Uint8Array | null,
+  deleteIds: Float64Array,
+  keyOf: (id: UserId) => string,
+): Promise<{ first: Uint32Array; second: Uint32Array } | null> {
+  if (cancelling === null) return null;
   const looked: number[] = [];
   // Deletes with an end that is not stored (or erased by the unit) are skipped when sent anyway.
-  for (let i = 0; i < deletes.length; i++) {
-    if (cancelling[i] === 1 && deleteIds[deletes.a[i]!] !== 0 && deleteIds[deletes.b[i]!] !== 0) looked.push(i);
+  for (let i = 0; i < first.length; i++) {
+    if (cancelling[i] === 1 && deleteIds[first[i]!] !== 0 && deleteIds[second[i]!] !== 0) looked.push(i);
   }
-  if (looked.length === 0) return deletes;
+  if (looked.length === 0) return null;
   const lookups = chunks(looked, PAIRS_PER_LOOKUP).map((part) => {
     const keys: string[] = [];
     const members: UserId[] = [];
     for (const i of part) {
-      keys.push(friendsKey(deleteIds[deletes.a[i]!]!));
-      members.push(deleteIds[deletes.b[i]!]!);
+      keys.push(keyOf(deleteIds[first[i]!]!));
+      members.push(deleteIds[second[i]!]!);
     }
     return redis.idSets.contains(keys, members);
   });
   const found = (await Promise.all(lookups)).flat();
-  const absent = new Uint8Array(deletes.length);
+  const absent = new Uint8Array(first.length);
   looked.forEach((i, k) => {
     if (!found[k]) absent[i] = 1;
   });
-  const kept = deletes.length - absent.reduce((sum, flag) => sum + flag, 0);
-  const a = new Uint32Array(kept);
-  const b = new Uint32Array(kept);
-  for (let i = 0, k = 0; i < deletes.length; i++) {
+  const kept = first.length - absent.reduce((sum, flag) => sum + flag, 0);
+  const keptFirst = new Uint32Array(kept);
+  const keptSecond = new Uint32Array(kept);
+  for (let i = 0, k = 0; i < first.length; i++) {
     if (absent[i] === 1) continue;
-    a[k] = deletes.a[i]!;
-    b[k++] = deletes.b[i]!;
+    keptFirst[k] = first[i]!;
+    keptSecond[k++] = second[i]!;
   }
-  return new FriendColumns(deletes.names, a, b, [""], new Uint32Array(kept));
+  return { first: keptFirst, second: keptSecond };
 }
 
 /** Sets sized per round trip when erasures are planned. */
