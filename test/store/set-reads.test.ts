@@ -6,7 +6,8 @@ import { startRedisServer, type TestRedisServer } from "../support/redis-servers
 
 /*
  * readIdSets reads many sets in parts of 10,000 keys, a few parts at a time: every set must come
- * back at its key's place, across parts and across the waves of parts.
+ * back at its key's place, across parts and across the waves of parts. Each set's first SSCAN page
+ * is read in that round trip; a set too large for one page is scanned to its end.
  */
 
 /** More keys than one wave of parts holds (8 × 10,000). */
@@ -39,5 +40,17 @@ describe.each([
     expect(sets).toHaveLength(KEYS);
     const wrong = order.filter((k, i) => JSON.stringify([...sets[i]!].sort((x, y) => x - y)) !== JSON.stringify(k % 7 === 0 ? [] : [k, k + 1]));
     expect(wrong).toEqual([]);
+  });
+
+  it("reads whole the sets too large for their first page, beside small ones, and misses none", async () => {
+    // 60,000 members: a hashtable set, whose first page (COUNT 10,000) holds a part of it only; its
+    // members are large numbers, so that the page's reply spans many socket reads.
+    const large = Array.from({ length: 60_000 }, (_, k) => 9_000_000_000 + 3 * k);
+    for (let at = 0; at < large.length; at += 1_000) await redis.writeAll([["SADD", "set:large", ...large.slice(at, at + 1_000).map(String)]]);
+    const sets = await readIdSets(redis, ["set:1", "set:large", "set:absent", "set:2", "set:large"]);
+    expect(sets.map((set) => set.length)).toEqual([2, large.length, 0, 2, large.length]);
+    expect([...sets[1]!].sort((x, y) => x - y)).toEqual(large);
+    expect([...sets[4]!].sort((x, y) => x - y)).toEqual(large);
+    expect(sets[3]!.sort()).toEqual([2, 3]);
   });
 });

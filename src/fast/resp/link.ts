@@ -1,5 +1,6 @@
 import { connect, type Socket } from "node:net";
 import type { UserId } from "../../domain/model.js";
+import type { IdPage } from "../../store/redis/id-sets.js";
 import { encodeCommands } from "./encoder.js";
 
 /*
@@ -47,12 +48,13 @@ export class RedisReplyError extends Error {
 }
 
 /**
- * What a command's reply must be: an integer, a set of UserIds, the +OK of a handshake command, or
- * any reply but an error (a write, whose reply is only checked).
+ * What a command's reply must be: an integer, a set of UserIds, an SSCAN page of UserIds, the +OK of
+ * a handshake command, or any reply but an error (a write, whose reply is only checked).
  */
-export type Expect = "integer" | "ids" | "ok" | "any";
+export type Expect = "integer" | "ids" | "page" | "ok" | "any";
 /** A parsed reply: what the command was expected to answer, or the error Redis answered instead. */
-export type Reply = number | UserId[] | string | RedisReplyError;
+export type Reply = number | UserId[] | IdPage | string | RedisReplyError;
+
 
 /** Commands sent together and answered together: one promise per round trip, not one per command. */
 interface Batch {
@@ -242,11 +244,32 @@ export class RespLink {
       const count = parseDecimal(bytes, at + 1, lineEnd);
       return this.parseIds(bytes, lineEnd + 2, count);
     }
+    if (expect === "page" && type === "*") return this.parsePage(bytes, at, lineEnd);
     if (expect === "any") {
       this.value = 0;
       return skipReply(bytes, at);
     }
     throw new UnexpectedReplyError(`Redis replied with a "${type}" reply where a set read expected ${expect}`);
+  }
+
+  /** "*2", the cursor as a bulk string, then the members as parseIds reads them. */
+  private parsePage(bytes: Buffer, at: number, lineEnd: number): number {
+    if (parseDecimal(bytes, at + 1, lineEnd) !== 2) throw new UnexpectedReplyError("an SSCAN reply is not a cursor and a page");
+    const cursorAt = lineEnd + 2;
+    const cursorLineEnd = endOfLine(bytes, cursorAt);
+    if (cursorLineEnd === INCOMPLETE) return INCOMPLETE;
+    if (bytes[cursorAt] !== DOLLAR) throw new UnexpectedReplyError("an SSCAN cursor is not a bulk string");
+    const cursorStart = cursorLineEnd + 2;
+    const cursorEnd = cursorStart + parseDecimal(bytes, cursorAt + 1, cursorLineEnd);
+    const membersAt = cursorEnd + 2;
+    const membersLineEnd = membersAt < bytes.length ? endOfLine(bytes, membersAt) : INCOMPLETE;
+    if (membersLineEnd === INCOMPLETE) return INCOMPLETE;
+    if (bytes[membersAt] !== STAR) throw new UnexpectedReplyError("an SSCAN page is not an array");
+    const next = this.parseIds(bytes, membersLineEnd + 2, parseDecimal(bytes, membersAt + 1, membersLineEnd));
+    if (next === INCOMPLETE) return INCOMPLETE;
+    // Kept as text: a cursor is an unsigned 64-bit number, past what a double holds exactly.
+    this.value = { cursor: bytes.toString("latin1", cursorStart, cursorEnd), ids: this.value as UserId[] };
+    return next;
   }
 
   private parseIds(bytes: Buffer, start: number, count: number): number {

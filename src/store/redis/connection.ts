@@ -198,6 +198,7 @@ function withStallBreaker(reader: IdSetReads): IdSetReads {
   return {
     sizes: (keys) => breaker.track(["SCARD"], () => reader.sizes(keys)),
     members: (keys) => breaker.track(["SMEMBERS"], () => reader.members(keys)),
+    firstPages: (keys, count) => breaker.track(["SSCAN"], () => reader.firstPages(keys, count)),
     contains: (keys, members) => breaker.track(["SISMEMBER"], () => reader.contains(keys, members)),
     close: () => reader.close(),
   };

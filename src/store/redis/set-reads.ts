@@ -1,5 +1,4 @@
 import type { UserId } from "../../domain/model.js";
-import { readWithinBound } from "../bounded-sets.js";
 import type { RedisConnection } from "./connection.js";
 
 /** Members per SMISMEMBER / HMGET / SADD command: big enough to amortize, small enough not to stall Redis. */
@@ -14,36 +13,48 @@ export function chunks<T>(items: readonly T[], size = ARGS_PER_COMMAND): T[][] {
 
 /** All members of a set of any size, read with SSCAN so that no single reply is unbounded. */
 export async function scanSet(redis: RedisConnection, key: string): Promise<string[]> {
-  const members: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, page] = await redis.send<[string, string[]]>(key, ["SSCAN", key, cursor, "COUNT", "1000"]);
-    members.push(...page);
-    cursor = next;
-  } while (cursor !== "0");
-  // SSCAN may return a member twice when the set changes between pages.
-  return [...new Set(members)];
+  return [...(await scanFrom(redis, key, "0", []))];
 }
 
-/** Sets read whole (SMEMBERS) by readIdSets; a larger one is scanned. */
-const WHOLE_SET_LIMIT = 10_000;
+/**
+ * The members seen so far, and those of the rest of an SSCAN of `key` from `cursor` on, through
+ * node-redis; as a Set, since SSCAN may return a member twice when the set changes between pages.
+ */
+async function scanFrom(redis: RedisConnection, key: string, cursor: string, seen: readonly string[]): Promise<Set<string>> {
+  const members = new Set(seen);
+  do {
+    const [next, page] = await redis.send<[string, string[]]>(key, ["SSCAN", key, cursor, "COUNT", String(SCAN_COUNT)]);
+    for (const member of page) members.add(member);
+    cursor = next;
+  } while (cursor !== "0");
+  return members;
+}
+
+/** Members asked of each SSCAN page of scanSet, and of the rest of a large set in readIdSets. */
+const SCAN_COUNT = 1_000;
+/** Members asked of readIdSets' first page of each set: most sets come whole in it. */
+const FIRST_PAGE_COUNT = 10_000;
 /** Keys per round trip of readIdSets. */
 const KEYS_PER_READ = 10_000;
 /** readIdSets' round trips in flight at once. */
 const PARTS_IN_FLIGHT = 8;
 
 /**
- * Members of many sets of UserIds (releases, edges) as numbers: sized, then read whole, a round
- * trip for many keys, over the id-set reader (the speed layer's own socket on a standalone
- * server). A set larger than WHOLE_SET_LIMIT is scanned, as scanSet does. Planning a unit reads the
- * old release of every user it releases: one SSCAN through node-redis per user was most of
- * planning the releases.
+ * Members of many sets of UserIds (releases, edges) as numbers, over the id-set reader (the speed
+ * layer's own socket on a standalone server): the first SSCAN page of every key, a round trip for
+ * many keys, holds nearly every set whole; the rest of a larger one is scanned, as scanSet does, so
+ * that no reply is unbounded. Planning a unit reads the old release of every user it releases: one
+ * SSCAN through node-redis per user was most of planning the releases, and sizing every set before
+ * reading it cost Redis a command per key more.
  */
 export async function readIdSets(redis: RedisConnection, keys: readonly string[]): Promise<UserId[][]> {
   const readPart = async (part: string[]): Promise<UserId[][]> => {
-    const sets = await readWithinBound(part, await redis.idSets.sizes(part), WHOLE_SET_LIMIT, (readable) => redis.idSets.members(readable));
-    const large = await Promise.all(sets.map((set, i) => (set === null ? scanSet(redis, part[i]!) : null)));
-    return sets.map((set, i) => set ?? large[i]!.map(Number));
+    const pages = await redis.idSets.firstPages(part, FIRST_PAGE_COUNT);
+    return Promise.all(
+      pages.map(async ({ cursor, ids }, i) =>
+        cursor === "0" ? ids : [...(await scanFrom(redis, part[i]!, cursor, ids.map(String)))].map(Number),
+      ),
+    );
   };
   // Parts go out a few at a time: one part's replies are read while Redis answers the next, and a
   // read of millions of keys (erasing that many users) still holds only a few parts at once.

@@ -183,3 +183,47 @@ describe("RespIdSetReader against a server that sends its replies a byte at a ti
     }
   });
 });
+
+describe("RespIdSetReader's SSCAN pages", () => {
+  it("reads first pages as SSCAN through node-redis does: whole small sets, a part and a cursor of large ones", async () => {
+    await shared.client.flushAll();
+    await shared.client.sAdd("t:small", ["4", "2"]);
+    await shared.client.sAdd("t:large", range(1, 50_000).map(String));
+    await withReader(shared.server.url, async (reader) => {
+      const [small, absent, large] = await reader.firstPages(["t:small", "t:absent", "t:large"], 1_000);
+      expect(small).toEqual({ cursor: "0", ids: expect.arrayContaining([2, 4]) });
+      expect(small!.ids).toHaveLength(2);
+      expect(absent).toEqual({ cursor: "0", ids: [] });
+      expect(large!.cursor).not.toBe("0");
+      const [cursor, members] = await shared.client.sendCommand<[string, string[]]>(["SSCAN", "t:large", "0", "COUNT", "1000"]);
+      expect(large).toEqual({ cursor, ids: members.map(Number) });
+    });
+  });
+
+  it("parses pages split at every position, a cursor past 2^53 kept as its text", async () => {
+    const replies = "*2\r\n$1\r\n0\r\n*2\r\n$1\r\n5\r\n$2\r\n42\r\n*2\r\n$20\r\n18446744073709551615\r\n*0\r\n";
+    const fake = net.createServer((socket) => {
+      let asked = 0;
+      socket.on("data", async (data) => {
+        asked += (data.toString().match(/SSCAN/g) ?? []).length;
+        if (asked < 2) return;
+        for (const byte of Buffer.from(replies)) {
+          socket.write(Buffer.from([byte]));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+    const { port } = fake.address() as net.AddressInfo;
+    try {
+      await withReader(`redis://127.0.0.1:${port}`, async (reader) => {
+        expect(await reader.firstPages(["a", "b"], 10)).toEqual([
+          { cursor: "0", ids: [5, 42] },
+          { cursor: "18446744073709551615", ids: [] },
+        ]);
+      });
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
+  });
+});
