@@ -13,7 +13,8 @@ function randomGroup(seed: string, command: GroupedMembersOptions["command"], su
   const values = command === "HSET" ? Array.from({ length: 9 }, (_, i) => (i === 0 ? "" : i === 8 ? `${"long ".repeat(40)}✓` : `v${i} 🛡️`)) : undefined;
   const group = new GroupedMembers({
     command,
-    keyOf: (subject) => `k:${subject}`,
+    // Every fifth key is not ASCII: RespWindow writes the others byte by byte, these as UTF-8.
+    keyOf: (subject) => (subject % 5 === 4 ? `clé:${subject}` : `k:${subject}`),
     subjects: { length: subjects },
     members,
     capacity: count,
@@ -79,6 +80,18 @@ describe("GroupedMembers.encodeInto", () => {
 });
 
 describe("RespWindow", () => {
+  it("appends commands of texts as the speed layer's encoder spells them: any length, count, or character", () => {
+    const rng = createPrng("resp-window");
+    const pieces = ["a", "0", " ", "é", "✓", "🛡️", "\r\n", "rg:friends:"];
+    const text = () => Array.from({ length: [0, 1, 9, 10, 99, 100, 1_000][rng.int(7)]! }, () => pieces[rng.int(rng.int(3) === 0 ? pieces.length : 3)]).join("");
+    const commands = Array.from({ length: 300 }, () => Array.from({ length: 1 + [0, 2, 8, 9, 10, 120][rng.int(6)]! }, text));
+    const window = new RespWindow(8);
+    for (const command of commands) window.appendCommand(command);
+    const { bytes, count } = window.take();
+    expect(count).toBe(commands.length);
+    expect(Buffer.from(bytes).toString("utf8")).toBe(encodeCommands(commands));
+  });
+
   it("appends a command whose last argument is bytes, any bytes, as RESP; take() hands them over and starts empty", () => {
     const window = new RespWindow(8);
     const value = Uint8Array.from({ length: 300 }, (_, i) => i % 256);

@@ -96,16 +96,18 @@ export class GroupedMembers {
     const memberBulks = this.options.memberBulks ?? new BulkStrings(this.options.members);
     const valueBulks = values ? new BulkStrings(values) : null;
     const perMember = values ? 2 : 1;
-    const head = bulkString(command);
+    const head = Buffer.from(bulkString(command));
     const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
       let end = start + 1;
       while (end < length && subjects[order[end]!] === subject) end++;
-      const key = bulkString(keyOf(subject));
+      const key = keyOf(subject);
       for (let at = start; at < end; ) {
         const stop = Math.min(end, at + ARGS_PER_COMMAND / perMember);
-        window.appendText(`*${2 + (stop - at) * perMember}\r\n${head}${key}`);
+        window.appendArrayHeader(2 + (stop - at) * perMember);
+        window.appendBytes(head);
+        window.appendBulkString(key);
         for (let k = at; k < stop; k++) {
           const entry = order[k]!;
           memberBulks.appendTo(window, members[entry]!);

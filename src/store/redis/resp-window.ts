@@ -41,11 +41,36 @@ export class RespWindow {
     this.length += bytes.byteLength;
   }
 
+  /** Appends a RESP array header, `*count` and CRLF: the start of a command of `count` arguments. */
+  appendArrayHeader(count: number): void {
+    const out = this.reserve(MAX_DECIMAL_DIGITS + 3);
+    out[this.length] = STAR;
+    this.length = endLine(out, writeDecimal(out, this.length + 1, count));
+  }
+
+  /**
+   * Appends a text as a RESP bulk string (what bulkString spells). Written here byte by byte: the
+   * keys of a unit's commands are hundreds of thousands of short ASCII texts, and making each one's
+   * bulk string as a string and converting that to UTF-8 cost more than the rest of its command.
+   */
+  appendBulkString(text: string): void {
+    const length = text.length;
+    const out = this.reserve(length + MAX_DECIMAL_DIGITS + 5);
+    out[this.length] = DOLLAR;
+    let at = endLine(out, writeDecimal(out, this.length + 1, length));
+    for (let k = 0; k < length; k++) {
+      const code = text.charCodeAt(k);
+      // Not ASCII: its UTF-8 length differs from its length, and the general path writes it.
+      if (code >= 0x80) return this.appendText(bulkString(text));
+      out[at++] = code;
+    }
+    this.length = endLine(out, at);
+  }
+
   /** Appends one command whose arguments are texts. */
   appendCommand(texts: readonly string[]): void {
-    let command = `*${texts.length}\r\n`;
-    for (const text of texts) command += bulkString(text);
-    this.appendText(command);
+    this.appendArrayHeader(texts.length);
+    for (const text of texts) this.appendBulkString(text);
     this.count++;
   }
 
@@ -123,6 +148,32 @@ function withRoom(buffer: Buffer, used: number, needed: number, least = 0): Buff
   const bigger = Buffer.allocUnsafe(Math.max(needed, 2 * buffer.length, least));
   buffer.copy(bigger, 0, 0, used);
   return bigger;
+}
+
+const STAR = 0x2a;
+const DOLLAR = 0x24;
+const CR = 0x0d;
+const LF = 0x0a;
+/** Digits of the largest count or length a window writes (a safe integer has 16). */
+const MAX_DECIMAL_DIGITS = 16;
+
+/** Writes `value` (a non-negative integer) in decimal at `at`; returns the offset after it. */
+function writeDecimal(out: Buffer, at: number, value: number): number {
+  let digits = 1;
+  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+  const end = at + digits;
+  for (let p = end - 1; p >= at; p--) {
+    out[p] = 0x30 + (value % 10);
+    value = Math.floor(value / 10);
+  }
+  return end;
+}
+
+/** Writes CRLF at `at`; returns the offset after it. */
+function endLine(out: Buffer, at: number): number {
+  out[at] = CR;
+  out[at + 1] = LF;
+  return at + 2;
 }
 
 /**
