@@ -762,7 +762,8 @@ async function resolveOrAllocate(
 /** The stored id of each relationId (null: not stored): those in `known` as they are, the others read. */
 async function storedIds(redis: RedisConnection, relationIds: readonly string[], known: ReadonlyMap<string, UserId | null>): Promise<(UserId | null)[]> {
   const ids = relationIds.map((relationId) => known.get(relationId));
-  const unknownAt = ids.flatMap((id, i) => (id === undefined ? [i] : []));
+  const unknownAt: number[] = [];
+  for (let i = 0; i < ids.length; i++) if (ids[i] === undefined) unknownAt.push(i);
   const read = await readRelationIds(redis, unknownAt.map((i) => relationIds[i]!));
   unknownAt.forEach((i, k) => (ids[i] = read[k]!));
   return ids as (UserId | null)[];
