@@ -37,10 +37,7 @@ export class RespIdSetReader implements IdSetReads {
 
   firstPages(keys: readonly string[], count: number): Promise<IdPage[]> {
     const page = String(count);
-    return this.sendCommands(
-      keys.map((key) => ["SSCAN", key, "0", "COUNT", page]),
-      "page",
-    ) as Promise<IdPage[]>;
+    return this.sendCommands(keys.map((key) => ["SSCAN", key, "0", "COUNT", page]), "page") as Promise<IdPage[]>;
   }
 
   async contains(keys: readonly string[], members: readonly UserId[]): Promise<boolean[]> {

@@ -55,7 +55,6 @@ export type Expect = "integer" | "ids" | "page" | "ok" | "any";
 /** A parsed reply: what the command was expected to answer, or the error Redis answered instead. */
 export type Reply = number | UserId[] | IdPage | string | RedisReplyError;
 
-
 /** Commands sent together and answered together: one promise per round trip, not one per command. */
 interface Batch {
   expect: Expect;

@@ -3,7 +3,7 @@ import type { UserId } from "../../domain/model.js";
 /**
  * SCARD and SMEMBERS of sets whose members are UserIds (friend, follow and asset-holder sets): the
  * reads a recommendation makes by the hundred. Callers bound the sets they read by SCARD first, so a
- * single SMEMBERS reply is never unbounded.
+ * single SMEMBERS reply is never unbounded; a writer reads first SSCAN pages, bounded by their COUNT.
  */
 export interface IdSetReads {
   /** SCARD of each key, in one round trip. */

@@ -50,11 +50,14 @@ const PARTS_IN_FLIGHT = 8;
 export async function readIdSets(redis: RedisConnection, keys: readonly string[]): Promise<UserId[][]> {
   const readPart = async (part: string[]): Promise<UserId[][]> => {
     const pages = await redis.idSets.firstPages(part, FIRST_PAGE_COUNT);
-    return Promise.all(
-      pages.map(async ({ cursor, ids }, i) =>
-        cursor === "0" ? ids : [...(await scanFrom(redis, part[i]!, cursor, ids.map(String)))].map(Number),
-      ),
-    );
+    const sets = pages.map((page) => page.ids);
+    const rests: Promise<void>[] = [];
+    pages.forEach(({ cursor, ids }, i) => {
+      if (cursor === "0") return;
+      rests.push(scanFrom(redis, part[i]!, cursor, ids.map(String)).then((members) => void (sets[i] = [...members].map(Number))));
+    });
+    await Promise.all(rests);
+    return sets;
   };
   // Parts go out a few at a time: one part's replies are read while Redis answers the next, and a
   // read of millions of keys (erasing that many users) still holds only a few parts at once.
