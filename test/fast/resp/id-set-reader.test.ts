@@ -154,33 +154,52 @@ describe("RespIdSetReader against a real redis-server", () => {
   });
 });
 
+/**
+ * A reader of a fake server that, once `commands` commands have arrived, sends `replies` a byte at a
+ * time: every reply split at every position.
+ */
+async function withByteAtATimeServer(replies: string, commands: number, test: (reader: RespIdSetReader) => Promise<void>): Promise<void> {
+  const fake = net.createServer((socket) => {
+    let asked = 0;
+    socket.on("data", async (data) => {
+      // Each command is an array header at the start of a line; no test key or member begins with "*".
+      asked += (data.toString().match(/(^|\r\n)\*\d+\r\n/g) ?? []).length;
+      if (asked < commands) return;
+      for (const byte of Buffer.from(replies)) {
+        socket.write(Buffer.from([byte]));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+  const { port } = fake.address() as net.AddressInfo;
+  try {
+    await withReader(`redis://127.0.0.1:${port}`, test);
+  } finally {
+    await new Promise((resolve) => fake.close(resolve));
+  }
+}
+
 describe("RespIdSetReader against a server that sends its replies a byte at a time", () => {
   it("parses every reply split at every position", async () => {
     // Replies to: SCARD, SMEMBERS (3 members), SMEMBERS (empty), SCARD.
     const replies = ":3\r\n*3\r\n$1\r\n7\r\n$3\r\n123\r\n$15\r\n900719925474099\r\n*0\r\n:0\r\n";
-    const fake = net.createServer((socket) => {
-      let asked = 0;
-      socket.on("data", async (data) => {
-        asked += (data.toString().match(/\*2\r\n/g) ?? []).length;
-        if (asked < 4) return;
-        for (const byte of Buffer.from(replies)) {
-          socket.write(Buffer.from([byte]));
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      });
+    await withByteAtATimeServer(replies, 4, async (reader) => {
+      const [first, members, last] = await Promise.all([reader.sizes(["a"]), reader.members(["b", "c"]), reader.sizes(["d"])]);
+      expect(first).toEqual([3]);
+      expect(members).toEqual([[7, 123, 900719925474099], []]);
+      expect(last).toEqual([0]);
     });
-    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-    const { port } = fake.address() as net.AddressInfo;
-    try {
-      await withReader(`redis://127.0.0.1:${port}`, async (reader) => {
-        const [first, members, last] = await Promise.all([reader.sizes(["a"]), reader.members(["b", "c"]), reader.sizes(["d"])]);
-        expect(first).toEqual([3]);
-        expect(members).toEqual([[7, 123, 900719925474099], []]);
-        expect(last).toEqual([0]);
-      });
-    } finally {
-      await new Promise((resolve) => fake.close(resolve));
-    }
+  });
+
+  it("parses SSCAN pages split at every position, a cursor past 2^53 kept as its text", async () => {
+    const replies = "*2\r\n$1\r\n0\r\n*2\r\n$1\r\n5\r\n$2\r\n42\r\n*2\r\n$20\r\n18446744073709551615\r\n*0\r\n";
+    await withByteAtATimeServer(replies, 2, async (reader) => {
+      expect(await reader.firstPages(["a", "b"], 10)).toEqual([
+        { cursor: "0", ids: [5, 42] },
+        { cursor: "18446744073709551615", ids: [] },
+      ]);
+    });
   });
 });
 
@@ -198,32 +217,5 @@ describe("RespIdSetReader's SSCAN pages", () => {
       const [cursor, members] = await shared.client.sendCommand<[string, string[]]>(["SSCAN", "t:large", "0", "COUNT", "1000"]);
       expect(large).toEqual({ cursor, ids: members.map(Number) });
     });
-  });
-
-  it("parses pages split at every position, a cursor past 2^53 kept as its text", async () => {
-    const replies = "*2\r\n$1\r\n0\r\n*2\r\n$1\r\n5\r\n$2\r\n42\r\n*2\r\n$20\r\n18446744073709551615\r\n*0\r\n";
-    const fake = net.createServer((socket) => {
-      let asked = 0;
-      socket.on("data", async (data) => {
-        asked += (data.toString().match(/SSCAN/g) ?? []).length;
-        if (asked < 2) return;
-        for (const byte of Buffer.from(replies)) {
-          socket.write(Buffer.from([byte]));
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      });
-    });
-    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-    const { port } = fake.address() as net.AddressInfo;
-    try {
-      await withReader(`redis://127.0.0.1:${port}`, async (reader) => {
-        expect(await reader.firstPages(["a", "b"], 10)).toEqual([
-          { cursor: "0", ids: [5, 42] },
-          { cursor: "18446744073709551615", ids: [] },
-        ]);
-      });
-    } finally {
-      await new Promise((resolve) => fake.close(resolve));
-    }
   });
 });
