@@ -493,7 +493,8 @@ class Validation implements LoadValidator {
     const marks = new Uint8Array(n);
     const from = this.followFrom.view();
     const to = this.followTo.view();
-    let afterUpsert: Uint8Array = new Uint8Array(n);
+    // Read only at deleted follows: with none, nothing is read.
+    let afterUpsert: Uint8Array = new Uint8Array(0);
     if (this.followDeletes > 0) {
       const range = this.relationIds.texts.length;
       const order = sortedByKey(from, range, sortedByKey(to, range));

@@ -130,8 +130,6 @@ export interface IngestBatch {
   /** An array, or typed columns (batch.ts) that iterate as the same records: what large loads use. */
   friends: FriendRecord[] | FriendColumns;
   follows: FollowRecord[] | FollowColumns;
-  /** The same hint for `follows`: 1 where the load followed before it unfollowed. */
-  followsCancellingUpserts?: Uint8Array;
   interactions: { address: string; contract: string }[];
   nfts: { address: string; contract: string }[];
   /** Each replaces the user's whole release; `[]` withdraws it. */
