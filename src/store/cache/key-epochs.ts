@@ -7,20 +7,33 @@
  * Only invalidations newer than the oldest load still in flight matter, but loads are not tracked
  * one by one: past MAX_REMEMBERED keys the record starts over from a floor that every load begun
  * before it fails, which costs those few loads their keeping and nothing else.
+ *
+ * While no load has begun since the floor last rose, an invalidation is not remembered: there is no
+ * load for it to fail but those the floor already fails. A server with no reads in
+ * flight (an idle one while a bulk load changes hundreds of thousands of keys) then remembers
+ * nothing; remembering each key was most of its CPU for the load's pushes (bench/README.md).
  */
 export class KeyEpochs<K> {
   private epoch = 0;
   private floor = 0;
   private readonly invalidatedAt = new Map<K, number>();
+  /** Whether now() was called since the floor last rose: some load begun since may still be in flight. */
+  private notedSinceFloor = false;
 
   constructor(private readonly maxRemembered = MAX_REMEMBERED) {}
 
   /** The epoch a load starting now notes. */
   now(): number {
+    this.notedSinceFloor = true;
     return this.epoch;
   }
 
   invalidate(key: K): void {
+    if (!this.notedSinceFloor) {
+      // Every load in flight began before the floor, which fails it already; the record is empty.
+      this.epoch++;
+      return;
+    }
     this.invalidatedAt.set(key, ++this.epoch);
     if (this.invalidatedAt.size > this.maxRemembered) this.invalidateAll();
   }
@@ -29,6 +42,12 @@ export class KeyEpochs<K> {
   invalidateAll(): void {
     this.floor = ++this.epoch;
     this.invalidatedAt.clear();
+    this.notedSinceFloor = false;
+  }
+
+  /** Keys whose invalidation is remembered now. */
+  get remembered(): number {
+    return this.invalidatedAt.size;
   }
 
   /** Whether `key` has not been invalidated since `startedAt` (a value of now() noted earlier). */

@@ -84,6 +84,58 @@ describe("KeyEpochs", () => {
     const after = epochs.now();
     expect([epochs.unchangedSince(1, after), epochs.unchangedSince(4, after)]).toEqual([true, true]);
   });
+
+  it("remembers no key while no load has begun, and still fails every load an invalidation overlaps", () => {
+    const epochs = new KeyEpochs<number>(1_000);
+    for (let key = 0; key < 5_000; key++) epochs.invalidate(key);
+    expect(epochs.remembered).toBe(0);
+    const started = epochs.now();
+    expect(epochs.unchangedSince(7, started)).toBe(true);
+    epochs.invalidate(7);
+    epochs.invalidate(8);
+    expect(epochs.remembered).toBe(2);
+    expect([epochs.unchangedSince(7, started), epochs.unchangedSince(8, started), epochs.unchangedSince(9, started)]).toEqual([false, false, true]);
+    // Starting over: remembering stops until the next load begins, and the loads before still fail.
+    epochs.invalidateAll();
+    epochs.invalidate(9);
+    expect(epochs.remembered).toBe(0);
+    expect(epochs.unchangedSince(9, started)).toBe(false);
+    const later = epochs.now();
+    epochs.invalidate(10);
+    expect([epochs.unchangedSince(9, later), epochs.unchangedSince(10, later)]).toEqual([true, false]);
+  });
+
+  it("never keeps a value a later invalidation of its key overlapped, over random sequences (against a model remembering everything)", () => {
+    let seed = 12345;
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 8) % n;
+    };
+    const kept: string[] = [];
+    for (let round = 0; round < 200; round++) {
+      const epochs = new KeyEpochs<number>(1 + random(6));
+      // The model: every load still open, with the keys invalidated (or everything) since it began.
+      const loads: { startedAt: number; touched: Set<number>; all: boolean }[] = [];
+      for (let step = 0; step < 60; step++) {
+        const roll = random(10);
+        if (roll < 3) loads.push({ startedAt: epochs.now(), touched: new Set(), all: false });
+        else if (roll < 9) {
+          const key = random(8);
+          epochs.invalidate(key);
+          for (const load of loads) load.touched.add(key);
+        } else {
+          epochs.invalidateAll();
+          for (const load of loads) load.all = true;
+        }
+        for (const load of loads) {
+          for (let key = 0; key < 8; key++) {
+            if ((load.all || load.touched.has(key)) && epochs.unchangedSince(key, load.startedAt)) kept.push(`round ${round} step ${step} key ${key}`);
+          }
+        }
+      }
+    }
+    expect(kept).toEqual([]);
+  });
 });
 
 describe("BoundedMap", () => {
