@@ -135,6 +135,10 @@ class NodeTracker {
       url,
       RESP: 3,
       emitInvalidate: true,
+      // In RESP3, node-redis otherwise hands every push to its handler of Redis Enterprise's
+      // maintenance notices, which first turns the push's parts into strings: a bulk load's hundreds
+      // of thousands of invalidations cost the server a third of its CPU for them (bench/README.md).
+      maintNotifications: "disabled",
       name: TRACKING_CLIENT_NAME,
       disableOfflineQueue: true,
       socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2_000) },
