@@ -9,9 +9,9 @@
  * before it fails, which costs those few loads their keeping and nothing else.
  *
  * While no load has begun since the floor last rose, an invalidation is not remembered: there is no
- * load for it to fail but those the floor already fails. A server with no reads in
- * flight (an idle one while a bulk load changes hundreds of thousands of keys) then remembers
- * nothing; remembering each key was most of its CPU for the load's pushes (bench/README.md).
+ * load for it to fail but those the floor already fails. So a server without reads (an idle one
+ * while a bulk load changes hundreds of thousands of keys) remembers nothing; remembering each key
+ * was over a quarter of its CPU for the load's pushes (bench/README.md, "eleventh pass").
  */
 export class KeyEpochs<K> {
   private epoch = 0;

@@ -136,8 +136,8 @@ class NodeTracker {
       RESP: 3,
       emitInvalidate: true,
       // In RESP3, node-redis otherwise hands every push to its handler of Redis Enterprise's
-      // maintenance notices, which first turns the push's parts into strings: a bulk load's hundreds
-      // of thousands of invalidations cost the server a third of its CPU for them (bench/README.md).
+      // maintenance notices, which first turns the push's parts into strings (for a debug line that
+      // is off): work and garbage for each of a bulk load's hundreds of thousands of invalidations.
       maintNotifications: "disabled",
       name: TRACKING_CLIENT_NAME,
       disableOfflineQueue: true,
