@@ -26,5 +26,6 @@ export {
   type UserRefs,
 } from "./relgraph-client.js";
 export { DecryptionError, decryptResult, fetchKeyNetwork, type DecryptResultOptions } from "./decrypt.js";
-export { createSiweMessage, STATEMENTS, toChecksumAddress, type AuthorizedOperation, type SiweMessageOptions } from "./siwe-message.js";
+export { toChecksumAddress } from "../domain/identity.js";
+export { createSiweMessage, STATEMENTS, type AuthorizedOperation, type SiweMessageOptions } from "./siwe-message.js";
 export type { PublicKeyNetwork, KeyNodeInfo } from "../crypto/key-network.js";

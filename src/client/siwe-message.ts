@@ -1,5 +1,4 @@
-import { keccak_256 } from "@noble/hashes/sha3.js";
-import { bytesToHex } from "@noble/hashes/utils.js";
+import { toChecksumAddress } from "../domain/identity.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 
 /**
@@ -58,18 +57,6 @@ export function createSiweMessage(options: SiweMessageOptions): string {
     `Issued At: ${issuedAt.toISOString()}`,
     `Expiration Time: ${expiresAt.toISOString()}`,
   ].join("\n");
-}
-
-/** An address in its EIP-55 mixed-case form; throws on anything that is not 20 bytes of hex. */
-export function toChecksumAddress(address: string): string {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new Error(`not an Ethereum address: ${address}`);
-  const lower = address.slice(2).toLowerCase();
-  const hash = bytesToHex(keccak_256(new TextEncoder().encode(lower)));
-  let out = "0x";
-  for (let i = 0; i < lower.length; i++) {
-    out += parseInt(hash[i]!, 16) >= 8 ? lower[i]!.toUpperCase() : lower[i];
-  }
-  return out;
 }
 
 function randomNonce(): string {

@@ -19,22 +19,23 @@ export function normalizeAddress(raw: string): string | null {
   if (!ADDRESS_PATTERN.test(raw)) return null;
   const hex = raw.slice(2);
   const mixed = hex !== hex.toLowerCase() && hex !== hex.toUpperCase();
-  const lower = raw.toLowerCase();
-  if (mixed && checksummed(lower.slice(2)) !== hex) return null;
-  return lower;
+  if (mixed && toChecksumAddress(raw) !== raw) return null;
+  return raw.toLowerCase();
 }
 
 /**
- * The EIP-55 spelling of 40 lowercase hex digits: a letter is upper case where the same nibble of
- * the Keccak-256 hash of the lowercase digits (as ASCII) is 8 or more.
+ * An address in its EIP-55 mixed-case form: a letter is upper case where the same nibble of the
+ * Keccak-256 hash of the lowercase hex digits (as ASCII) is 8 or more. Throws on anything that is
+ * not 20 bytes of hex. The browser client writes SIWE messages with it too, so it uses no Node API.
  */
-function checksummed(lowerHex: string): string {
-  const hash = keccak_256(Buffer.from(lowerHex, "latin1"));
-  let spelled = "";
-  for (let i = 0; i < lowerHex.length; i++) {
+export function toChecksumAddress(address: string): string {
+  if (!ADDRESS_PATTERN.test(address)) throw new Error(`not an Ethereum address: ${address}`);
+  const lower = address.slice(2).toLowerCase();
+  const hash = keccak_256(new TextEncoder().encode(lower));
+  let spelled = "0x";
+  for (let i = 0; i < lower.length; i++) {
     const nibble = i % 2 === 0 ? hash[i >> 1]! >> 4 : hash[i >> 1]! & 0x0f;
-    const digit = lowerHex[i]!;
-    spelled += nibble >= 8 ? digit.toUpperCase() : digit;
+    spelled += nibble >= 8 ? lower[i]!.toUpperCase() : lower[i]!;
   }
   return spelled;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
-import { foldSocialUsername, normalizeAddress } from "../../src/domain/identity.js";
+import { foldSocialUsername, normalizeAddress, toChecksumAddress } from "../../src/domain/identity.js";
 
 /*
  * Usernames match "after Unicode NFC normalisation and case folding" (the contract): Unicode's full
@@ -37,20 +37,21 @@ describe("foldSocialUsername", () => {
   });
 });
 
-describe("normalizeAddress", () => {
-  it("accepts a mixed-case address exactly when ethers' getAddress spells it so (EIP-55), over random addresses", () => {
+describe("normalizeAddress and toChecksumAddress", () => {
+  it("agree with ethers' getAddress (EIP-55) over random addresses, and reject a checksum with one letter's case flipped", () => {
+    const swapCase = (c: string) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase());
     const disagreements: string[] = [];
     for (let i = 0; i < 2_000; i++) {
       const lower = `0x${randomBytes(20).toString("hex")}`;
       const checksummed = getAddress(lower);
-      // The checksummed spelling, and the same with one letter's case flipped (a wrong checksum).
-      const letters = [...checksummed.slice(2)].flatMap((c, k) => (/[a-fA-F]/.test(c) ? [k + 2] : []));
-      const flipAt = letters[i % Math.max(1, letters.length)];
-      const flipped =
-        flipAt === undefined ? checksummed : checksummed.slice(0, flipAt) + (checksummed[flipAt] === checksummed[flipAt]!.toUpperCase() ? checksummed[flipAt]!.toLowerCase() : checksummed[flipAt]!.toUpperCase()) + checksummed.slice(flipAt + 1);
-      const mixed = (text: string) => /[a-f]/.test(text.slice(2)) && /[A-F]/.test(text.slice(2));
+      if (toChecksumAddress(lower) !== checksummed) disagreements.push(`spelled ${toChecksumAddress(lower)} for ${checksummed}`);
       if (normalizeAddress(checksummed) !== lower) disagreements.push(`rejected ${checksummed}`);
-      if (mixed(flipped) && normalizeAddress(flipped) !== null) disagreements.push(`accepted ${flipped}`);
+      // One letter's case flipped: when that leaves the address mixed case, its checksum is wrong.
+      const letters = [...checksummed].flatMap((c, k) => (k >= 2 && /[a-fA-F]/.test(c) ? [k] : []));
+      if (letters.length === 0) continue;
+      const at = letters[i % letters.length]!;
+      const flipped = checksummed.slice(0, at) + swapCase(checksummed[at]!) + checksummed.slice(at + 1);
+      if (/[a-f]/.test(flipped.slice(2)) && /[A-F]/.test(flipped.slice(2)) && normalizeAddress(flipped) !== null) disagreements.push(`accepted ${flipped}`);
     }
     expect(disagreements).toEqual([]);
   });
