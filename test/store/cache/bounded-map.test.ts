@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UserId, UserRecord } from "../../../src/domain/model.js";
+import { createPrng } from "../../../src/ingest/prng.js";
 import { BoundedMap, IdTable } from "../../../src/store/cache/bounded-map.js";
 import { cachedMany } from "../../../src/store/cache/cached-store.js";
 import { KeyEpochs } from "../../../src/store/cache/key-epochs.js";
@@ -106,11 +107,8 @@ describe("KeyEpochs", () => {
   });
 
   it("never keeps a value a later invalidation of its key overlapped, over random sequences (against a model remembering everything)", () => {
-    let seed = 12345;
-    const random = (n: number) => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return (seed >>> 8) % n;
-    };
+    const prng = createPrng("key-epochs");
+    const random = (n: number) => prng.int(n);
     const kept: string[] = [];
     for (let round = 0; round < 200; round++) {
       const epochs = new KeyEpochs<number>(1 + random(6));
