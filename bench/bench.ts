@@ -17,6 +17,7 @@ import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js"
 import { PAGE_SIZE, planOp } from "./measurements/ops.js";
 import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes/processes.js";
 import { measureRedisMemory, type RedisMemory } from "./processes/redis-memory.js";
+import { awaitKeyspaceRehash } from "./processes/redis-rehash.js";
 import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
 import { createConnectClient, createGrpcClient, GRPC_CHANNELS } from "./load/rpc-clients.js";
 import { signAuthorizations } from "./workload/siwe-auth.js";
@@ -41,6 +42,8 @@ const FALLBACK_HUBS = 5;
 /** Above this many users, `relgraph ingest` gets a larger heap: its validator holds the whole load. */
 const LARGE_LOAD_USERS = 50_000;
 const LARGE_LOAD_HEAP_MB = 16_384;
+/** How long the bench waits for Redis to end the keyspace rehash a load leaves (seconds at hz 500; 90 s at the default hz 10). */
+const REHASH_TIMEOUT_MS = 120_000;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -87,7 +90,8 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   const redisPort = await freePort();
   const redisServer = await start(
     "redis-server",
-    ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work],
+    // DEBUG for awaitKeyspaceRehash, from this machine only.
+    ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work, "--enable-debug-command", "local"],
     { ready: /Ready to accept connections/ },
   );
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
@@ -99,15 +103,21 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     throw new Error(`relgraph ingest failed (exit ${ingestRun.code}); the store cannot be benchmarked:\n${ingestRun.stderr.slice(-2_000)}`);
   }
   const reported = /([\d,]+) records\/s/.exec(ingestRun.stdout);
+  const redis = createClient({ url: redisUrl });
+  await redis.connect();
+  const rehash = await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
+  log(
+    rehash.seconds === 0
+      ? "bench: Redis's keyspace is not being resized"
+      : `bench: Redis resized its keyspace at the end of the load; its rehash ${rehash.settled ? "ended" : "was still under way"} after ${rehash.seconds.toFixed(1)} s`,
+  );
   const ingestion: Ingestion = {
     records: dataset.records,
     seconds: ingestRun.seconds,
     recordsPerSecond: dataset.records / ingestRun.seconds,
     reportedRecordsPerSecond: reported ? Number(reported[1]!.replaceAll(",", "")) : null,
+    rehash,
   };
-
-  const redis = createClient({ url: redisUrl });
-  await redis.connect();
   const userIds = await lookUpUserIds(redis, dataset);
   log("bench: measuring Redis memory of friend sets …");
   const memory = await measureRedisMemory(redis);

@@ -2,6 +2,7 @@ import type { LivingResult } from "./measurements/living.js";
 import type { OpResult, Row } from "./measurements/measure.js";
 import type { OpId, Via } from "./options.js";
 import type { RedisMemory } from "./processes/redis-memory.js";
+import type { KeyspaceRehash } from "./processes/redis-rehash.js";
 
 /** Ingestion through `relgraph ingest`. */
 export interface Ingestion {
@@ -11,6 +12,8 @@ export interface Ingestion {
   recordsPerSecond: number;
   /** The rate relgraph itself printed (its timer starts after start-up). */
   reportedRecordsPerSecond: number | null;
+  /** The wait, after the load and before any measurement, for Redis to end the rehash of its resized keyspace (processes/redis-rehash.ts). */
+  rehash?: KeyspaceRehash;
 }
 
 /** One target of the issue and whether this run meets it. */
@@ -209,7 +212,10 @@ export function renderReport(input: {
     const i = input.ingestion;
     lines.push(
       `Ingestion: ${fmt(i.records)} records in ${i.seconds.toFixed(1)} s = ${fmt(i.recordsPerSecond)} records/s (whole command)` +
-        (i.reportedRecordsPerSecond === null ? "" : `; relgraph reports ${fmt(i.reportedRecordsPerSecond)} records/s`),
+        (i.reportedRecordsPerSecond === null ? "" : `; relgraph reports ${fmt(i.reportedRecordsPerSecond)} records/s`) +
+        (i.rehash && i.rehash.seconds > 0
+          ? `; Redis's keyspace rehash after it ${i.rehash.settled ? "ended" : "was still under way"} ${i.rehash.seconds.toFixed(1)} s later, before any measurement`
+          : ""),
     );
   }
   if (input.memory) {

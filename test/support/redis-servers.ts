@@ -35,11 +35,11 @@ export interface TestRedisCluster {
   stop(): Promise<void>;
 }
 
-/** Starts a standalone redis-server on a free loopback port and waits until it answers. */
-export async function startRedisServer(): Promise<TestRedisServer> {
+/** Starts a standalone redis-server on a free loopback port and waits until it answers; `extraArgs` go to its command line. */
+export async function startRedisServer(extraArgs: readonly string[] = []): Promise<TestRedisServer> {
   const dir = await mkdtemp(join(tmpdir(), "relgraph-redis-"));
   try {
-    const node = await startNode(dir, []);
+    const node = await startNode(dir, [...extraArgs]);
     return {
       url: `redis://127.0.0.1:${node.port}`,
       port: node.port,
