@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeCommands } from "../../src/fast/resp/encoder.js";
 import { GroupedMembers, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
+import { FRIEND_DESCRIPTIONS, USER_SETS } from "../../src/store/redis/keys.js";
 import { BulkStrings, RespWindow } from "../../src/store/redis/resp-window.js";
 import { ARGS_PER_COMMAND } from "../../src/store/redis/set-reads.js";
 import { createPrng } from "../../src/ingest/prng.js";
@@ -49,6 +50,32 @@ describe("GroupedMembers.encodeInto", () => {
     expect(encoded).toBe(commands.length);
     expect(yielded).toEqual(commands.map((args) => args.length - 2));
     expect(Math.max(...yielded)).toBeLessThanOrEqual(ARGS_PER_COMMAND);
+  });
+
+  it("writes a family of per-user keys from its prefix and the ids, as the keys' texts spell them", () => {
+    const rng = createPrng("user keys");
+    // Ids of every length a UserId may have, 0 and powers of ten among them.
+    const ids = [0, 1, 9, 10, 99, 100, 12_345, 999_999, 1_000_000, 2 ** 31, 2 ** 53 - 1, ...Array.from({ length: 40 }, () => 1 + rng.int(250_000))];
+    const members = ids.map(String);
+    for (const [family, values] of [[USER_SETS.friends, undefined], [FRIEND_DESCRIPTIONS, ["", "desc ✓"]]] as const) {
+      const make = (userKeys: boolean) => {
+        const group = new GroupedMembers({
+          command: values ? "HSET" : "SADD",
+          keyOf: (subject) => family.key(ids[subject]!),
+          userKeys: userKeys ? { family, ids } : undefined,
+          subjects: ids,
+          members,
+          capacity: 600,
+          values,
+        });
+        const picks = createPrng(family.prefix);
+        for (let i = 0; i < 600; i++) group.add(picks.int(ids.length), picks.int(ids.length), values ? picks.int(values.length) : 0);
+        return group;
+      };
+      const expected = encodeCommands([...make(false).commands()]);
+      expect(expected).toContain(`$${family.prefix.length + 16}\r\n${family.prefix}9007199254740991\r\n`);
+      expect(encodeAll(make(true)).text).toBe(expected);
+    }
   });
 
   it("lets the caller empty the window between commands, and shares members' bulk strings across groups", () => {

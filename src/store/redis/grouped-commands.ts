@@ -1,4 +1,5 @@
 import { sortedByKey } from "../batch.js";
+import type { UserKeys } from "./keys.js";
 import { BulkStrings, bulkString, type RespWindow } from "./resp-window.js";
 import { ARGS_PER_COMMAND } from "./set-reads.js";
 
@@ -15,6 +16,11 @@ export interface GroupedMembersOptions {
   command: "SADD" | "SREM" | "HSET" | "HDEL";
   /** The key of a subject, by index. */
   keyOf: (subject: number) => string;
+  /**
+   * Set when the keys are a family of per-user keys, keyOf(subject) being family.key(ids[subject]):
+   * encodeInto then writes the keys' bytes from the prefix and the id, without making their texts.
+   */
+  userKeys?: { family: UserKeys; ids: ArrayLike<number> };
   /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
   subjects: { readonly length: number };
   /** Member texts (SADD members, HSET fields), by index; read when commands are made. */
@@ -97,17 +103,20 @@ export class GroupedMembers {
     const valueBulks = values ? new BulkStrings(values) : null;
     const perMember = values ? 2 : 1;
     const head = Buffer.from(bulkString(command));
+    const userKeys = this.options.userKeys;
+    const keyPrefix = userKeys ? Buffer.from(userKeys.family.prefix) : null;
     const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
       let end = start + 1;
       while (end < length && subjects[order[end]!] === subject) end++;
-      const key = keyOf(subject);
+      const key = keyPrefix ? null : keyOf(subject);
       for (let at = start; at < end; ) {
         const stop = Math.min(end, at + ARGS_PER_COMMAND / perMember);
         window.appendArrayHeader(2 + (stop - at) * perMember);
         window.appendBytes(head);
-        window.appendBulkString(key);
+        if (key === null) window.appendPrefixedDecimal(keyPrefix!, userKeys!.ids[subject]!);
+        else window.appendBulkString(key);
         for (let k = at; k < stop; k++) {
           const entry = order[k]!;
           memberBulks.appendTo(window, members[entry]!);

@@ -29,6 +29,19 @@ export function identityIndexKey(kind: IdentityKind): string {
   return `rg:idx:${kind}`;
 }
 
+/**
+ * A family of per-user keys, each `prefix` followed by the UserId in decimal. Writers that encode
+ * their commands as bytes (grouped-commands.ts) write such keys from the prefix and the number.
+ */
+export interface UserKeys {
+  readonly prefix: string;
+  key(id: UserId): string;
+}
+
+function userKeys(prefix: string): UserKeys {
+  return { prefix, key: (id) => `${prefix}${id}` };
+}
+
 const USER_PREFIX = "rg:user:";
 
 /** String: the user's record as JSON. */
@@ -42,24 +55,40 @@ function userSetPrefix(kind: UserSetKind): string {
   return `rg:${kind}:`;
 }
 
+/** Sets of UserIds: friends (undirected), following or followers of each user. */
+export const USER_SETS: Readonly<Record<UserSetKind, UserKeys>> = {
+  friends: userKeys(userSetPrefix("friends")),
+  following: userKeys(userSetPrefix("following")),
+  followers: userKeys(userSetPrefix("followers")),
+};
+
 /** Set of UserIds: friends (undirected), following or followers of one user. */
 export function userSetKey(kind: UserSetKind, id: UserId): string {
-  return `${userSetPrefix(kind)}${id}`;
+  return USER_SETS[kind].key(id);
 }
+
+/** Hashes peer UserId → description of the friend relation between the user and that peer. */
+export const FRIEND_DESCRIPTIONS = userKeys("rg:friend-description:");
 
 /** Hash peer UserId → description of the friend relation between the user and that peer. */
 export function friendDescriptionsKey(id: UserId): string {
-  return `rg:friend-description:${id}`;
+  return FRIEND_DESCRIPTIONS.key(id);
 }
+
+/** Sets of the peers (UserIds) whose relation each user released; RELEASE_ALL means everyone. */
+export const RELEASES = userKeys("rg:release:");
 
 /** Set of the peers (UserIds) whose relation the user released; RELEASE_ALL means everyone. */
 export function releaseKey(id: UserId): string {
-  return `rg:release:${id}`;
+  return RELEASES.key(id);
 }
+
+/** Sets of the users (UserIds) whose release names each user: what erasing the user must edit. */
+export const RELEASED_TO = userKeys("rg:released-to:");
 
 /** Set of the users (UserIds) whose release names this user: what erasing the user must edit. */
 export function releasedToKey(id: UserId): string {
-  return `rg:released-to:${id}`;
+  return RELEASED_TO.key(id);
 }
 
 /** The member of a release set meaning `"*"`. UserIds start at 1, and a number keeps the set an intset. */

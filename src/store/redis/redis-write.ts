@@ -8,18 +8,23 @@ import {
   addressAssetsKey,
   assetAddressesKey,
   assetHoldersKey,
+  FRIEND_DESCRIPTIONS,
   friendDescriptionsKey,
   identityIndexKey,
   pagingStateOwnerKey,
   RELATION_ID_BY_USER,
   RELATION_ID_INDEX,
   RELEASE_ALL,
+  RELEASED_TO,
   releasedToKey,
+  RELEASES,
   releaseKey,
   USER_ID_SEQUENCE,
   userAssetsKey,
   userKey,
+  USER_SETS,
   userSetKey,
+  type UserKeys,
 } from "./keys.js";
 import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
 import { BulkStrings, RespWindow } from "./resp-window.js";
@@ -35,9 +40,9 @@ const ARGS_PER_SEND = 50_000;
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
 // One function per family of per-user keys, for KeyedCommands.addFor.
-const friendsKey = (id: UserId) => userSetKey("friends", id);
-const followingKey = (id: UserId) => userSetKey("following", id);
-const followersKey = (id: UserId) => userSetKey("followers", id);
+const friendsKey = USER_SETS.friends.key;
+const followingKey = USER_SETS.following.key;
+const followersKey = USER_SETS.followers.key;
 
 /**
  * One unit of changes, planned from the state before it: every command it sends is absolute (a
@@ -168,9 +173,9 @@ async function writeUserRelations(sender: PipelinedSender, unit: PlannedUnit, on
   // Friends and follows index one list of names: one set of user ids serves both.
   const users = new DenseUsers(unit.ids);
   const friendCount = friends.length;
-  const friendSets = users.members("SADD", (id) => userSetKey("friends", id), 2 * friendCount);
-  const descriptions = users.members("HSET", friendDescriptionsKey, 2 * friendCount, friends.descriptions);
-  const cleared = users.members("HDEL", friendDescriptionsKey, 2 * friendCount);
+  const friendSets = users.members("SADD", USER_SETS.friends, 2 * friendCount);
+  const descriptions = users.members("HSET", FRIEND_DESCRIPTIONS, 2 * friendCount, friends.descriptions);
+  const cleared = users.members("HDEL", FRIEND_DESCRIPTIONS, 2 * friendCount);
   for (let i = 0; i < friendCount; i++) {
     const ia = friends.a[i]!;
     const ib = friends.b[i]!;
@@ -189,8 +194,8 @@ async function writeUserRelations(sender: PipelinedSender, unit: PlannedUnit, on
   await sendGroups(sender, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
 
   const followCount = follows.length;
-  const following = users.members("SADD", (id) => userSetKey("following", id), followCount);
-  const followers = users.members("SADD", (id) => userSetKey("followers", id), followCount);
+  const following = users.members("SADD", USER_SETS.following, followCount);
+  const followers = users.members("SADD", USER_SETS.followers, followCount);
   for (let i = 0; i < followCount; i++) {
     following.add(follows.from[i]!, follows.to[i]!);
     followers.add(follows.to[i]!, follows.from[i]!);
@@ -207,8 +212,8 @@ async function deleteUserRelations(sender: PipelinedSender, unit: PlannedUnit): 
   const { friendDeletes, followDeletes, deleteIds } = unit;
   if (friendDeletes.length + followDeletes.length === 0) return;
   const users = new DenseUsers(deleteIds);
-  const friendSets = users.members("SREM", friendsKey, 2 * friendDeletes.length);
-  const descriptions = users.members("HDEL", friendDescriptionsKey, 2 * friendDeletes.length);
+  const friendSets = users.members("SREM", USER_SETS.friends, 2 * friendDeletes.length);
+  const descriptions = users.members("HDEL", FRIEND_DESCRIPTIONS, 2 * friendDeletes.length);
   for (let i = 0; i < friendDeletes.length; i++) {
     const ia = friendDeletes.a[i]!;
     const ib = friendDeletes.b[i]!;
@@ -218,8 +223,8 @@ async function deleteUserRelations(sender: PipelinedSender, unit: PlannedUnit): 
     descriptions.add(ia, ib);
     descriptions.add(ib, ia);
   }
-  const following = users.members("SREM", followingKey, followDeletes.length);
-  const followers = users.members("SREM", followersKey, followDeletes.length);
+  const following = users.members("SREM", USER_SETS.following, followDeletes.length);
+  const followers = users.members("SREM", USER_SETS.followers, followDeletes.length);
   for (let i = 0; i < followDeletes.length; i++) {
     const from = followDeletes.from[i]!;
     const to = followDeletes.to[i]!;
@@ -359,8 +364,18 @@ class DenseUsers {
   }
 
   /** Members of one per-user key family: subjects and members are indexes into this. */
-  members(command: GroupedMembersOptions["command"], keyOf: (id: UserId) => string, capacity: number, values?: readonly string[]): GroupedMembers {
-    return new GroupedMembers({ command, keyOf: (subject) => keyOf(this.ids[subject]!), subjects: this.ids, members: this.idTexts, capacity, values, memberBulks: this.idBulks });
+  members(command: GroupedMembersOptions["command"], family: UserKeys, capacity: number, values?: readonly string[]): GroupedMembers {
+    const { ids } = this;
+    return new GroupedMembers({
+      command,
+      keyOf: (subject) => family.key(ids[subject]!),
+      userKeys: { family, ids },
+      subjects: ids,
+      members: this.idTexts,
+      capacity,
+      values,
+      memberBulks: this.idBulks,
+    });
   }
 }
 
@@ -675,10 +690,10 @@ async function writeReleases(sender: PipelinedSender, changes: ReleaseChanges): 
   if (lostBy.length + gainedBy.length === 0) return;
   const users = new DenseUsers(ids);
   const all = Number(RELEASE_ALL);
-  const releasesLosing = users.members("SREM", releaseKey, lostBy.length);
-  const unlisted = users.members("SREM", releasedToKey, lostBy.length);
-  const releasesGaining = users.members("SADD", releaseKey, gainedBy.length);
-  const listed = users.members("SADD", releasedToKey, gainedBy.length);
+  const releasesLosing = users.members("SREM", RELEASES, lostBy.length);
+  const unlisted = users.members("SREM", RELEASED_TO, lostBy.length);
+  const releasesGaining = users.members("SADD", RELEASES, gainedBy.length);
+  const listed = users.members("SADD", RELEASED_TO, gainedBy.length);
   for (let i = 0; i < lostBy.length; i++) {
     releasesLosing.add(lostBy[i]!, lost[i]!);
     if (ids[lost[i]!] !== all) unlisted.add(lost[i]!, lostBy[i]!);

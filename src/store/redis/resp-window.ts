@@ -67,6 +67,20 @@ export class RespWindow {
     this.length = endLine(out, at);
   }
 
+  /**
+   * Appends, as one RESP bulk string, `prefix` (ASCII) followed by `value` (a non-negative integer)
+   * in decimal: a per-user key, written without making its text, which cost as much as the rest of
+   * a grouped command.
+   */
+  appendPrefixedDecimal(prefix: Uint8Array, value: number): void {
+    const digits = decimalDigits(value);
+    const out = this.reserve(prefix.length + digits + MAX_DECIMAL_DIGITS + 5);
+    out[this.length] = DOLLAR;
+    let at = endLine(out, writeDecimal(out, this.length + 1, prefix.length + digits));
+    for (let k = 0; k < prefix.length; k++) out[at++] = prefix[k]!;
+    this.length = endLine(out, writeDecimal(out, at, value));
+  }
+
   /** Appends one command whose arguments are texts. */
   appendCommand(texts: readonly string[]): void {
     this.appendArrayHeader(texts.length);
@@ -157,14 +171,29 @@ const LF = 0x0a;
 /** Digits of the largest count or length a window writes (a safe integer has 16). */
 const MAX_DECIMAL_DIGITS = 16;
 
-/** Writes `value` (a non-negative integer) in decimal at `at`; returns the offset after it. */
-function writeDecimal(out: Buffer, at: number, value: number): number {
+/** How many decimal digits `value` (a non-negative integer) has. Powers of ten are exact doubles up to 10^22. */
+function decimalDigits(value: number): number {
   let digits = 1;
-  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
-  const end = at + digits;
-  for (let p = end - 1; p >= at; p--) {
+  for (let power = 10; value >= power; power *= 10) digits++;
+  return digits;
+}
+
+/**
+ * Writes `value` (a non-negative integer) in decimal at `at`; returns the offset after it. Values
+ * below 2^31, every id and length a window writes, take 32-bit integer steps rather than
+ * floating-point division.
+ */
+function writeDecimal(out: Buffer, at: number, value: number): number {
+  const end = at + decimalDigits(value);
+  let p = end - 1;
+  for (; value > 0x7fffffff; p--) {
     out[p] = 0x30 + (value % 10);
     value = Math.floor(value / 10);
+  }
+  for (; p >= at; p--) {
+    const rest = (value / 10) | 0;
+    out[p] = 0x30 + value - rest * 10;
+    value = rest;
   }
   return end;
 }
