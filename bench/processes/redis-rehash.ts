@@ -7,8 +7,8 @@ type RedisClient = ReturnType<typeof createClient>;
  * moves the entries over incrementally: one bucket per lookup, plus 1 ms per server tick. The large
  * dataset's load ends just past 2^21 keys, so every store the bench loads starts such a move of 2M
  * entries as the load ends. At the default tick rate (hz 10) it takes about 90 s, and the first
- * measurement pays for it: `relgraph ingest` of 1M changes made 60% more Redis CPU (4.3 against
- * 2.6–2.9 s) and took 1–1.5 s longer than on the same store once the move was over
+ * measurement pays for it: `relgraph ingest` of 1M changes made Redis use 4.3–5.0 s of CPU against
+ * 2.8–2.9 s, and took 1.4–3.7 s longer, than on the same kind of store once the move was over
  * (bench/README.md, "The writer, twelfth pass"). That cost belongs to the load, not to whatever
  * runs next, so the bench lets the move end before it measures anything.
  */
