@@ -127,6 +127,29 @@ describe("the feed consumer", () => {
     expect(pending.map(([id]) => id)).toEqual([bad]);
   });
 
+  it("acknowledges an entry trimmed after delivery as nothing applied, and deletes no entry itself", async () => {
+    const trimmed = "feed:trimmed";
+    await redis.send(trimmed, ["XGROUP", "CREATE", trimmed, "relgraph", "0", "MKSTREAM"]);
+    const kept = await add(redis, trimmed, record({ type: "user", relationId: "trim-kept", addresses: [] }));
+    const gone = await add(redis, trimmed, record({ type: "user", relationId: "trim-gone", addresses: [] }));
+    // Read by a consumer that dies with them, then one of them trimmed away.
+    await redis.send(trimmed, ["XREADGROUP", "GROUP", "relgraph", "ghost", "COUNT", "10", "STREAMS", trimmed, ">"]);
+    await redis.send(trimmed, ["XDEL", trimmed, gone]);
+    const heir = await connectFeedStream({ redis: { url: server.url }, key: trimmed, group: "relgraph", consumer: "heir" });
+    const consumer = createFeedConsumer({ store, stream: heir, blockMs: 100 });
+    const running = consumer.run();
+    try {
+      await waitUntil("nothing is pending", async () => (await redis.send<unknown[]>(trimmed, ["XPENDING", trimmed, "relgraph"]))[0] === 0);
+    } finally {
+      consumer.stop();
+    }
+    // Redis 7 drops a deleted entry from the pending list as it is claimed; either way nothing of it is applied.
+    expect(await running).toMatchObject({ entries: 1, rejected: 0 });
+    await heir.close();
+    expect(await store.resolveRelationIds(["trim-kept", "trim-gone"])).toEqual([expect.any(Number), null]);
+    expect(await redis.send(trimmed, ["XRANGE", trimmed, "-", "+"])).toEqual([[kept, ["record", expect.any(String)]]]);
+  });
+
   it("holds about unitBytes of records per unit: reads and claims ask for as many entries as fit, judged by those read before", async () => {
     const sized = "feed:sized";
     const entryUsers = Array.from({ length: 24 }, (_, k) => Array.from({ length: 300 }, (_, j) => `z${k}_${j}`));
