@@ -15,6 +15,8 @@ import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "./stre
 export const DEFAULT_STREAM = "relgraph:changes";
 /** The consumer group `relgraph follow` joins unless told otherwise. */
 export const DEFAULT_GROUP = "relgraph";
+/** How often `--trim` trims: often enough that each trim is small, rarely enough to cost nothing. */
+const TRIM_EVERY_MS = 1_000;
 
 const FOLLOW_HELP = `Usage: relgraph follow [--stream KEY] [--group NAME] [--consumer NAME] [options]
 
@@ -38,6 +40,8 @@ Options:
                           about 64 MiB of records at most, judged by the entries read before
   --max-deliveries N      reject an entry delivered N times without being applied (default 5)
   --max-rejected N        records KEY:rejected keeps, the oldest making room (default ${DEFAULT_MAX_REJECTED})
+  --trim                  delete the entries every group of the stream has acknowledged, at most
+                          once a second (by default the stream keeps every entry: trim it yourself)
   --metrics-port PORT     serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's,
                           default 0.0.0.0; 0 picks a free port, logged): the feed's lag in
                           seconds, entries waiting, and entries, records and rejections applied
@@ -65,6 +69,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
         "max-deliveries": { type: "string" },
         "max-rejected": { type: "string" },
         "metrics-port": { type: "string" },
+        trim: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -137,6 +142,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
     unitEntries: numbers.batch,
     readCount: Math.min(1_000, numbers.batch!),
     maxDeliveries: numbers["max-deliveries"],
+    trimEveryMs: values.trim ? TRIM_EVERY_MS : undefined,
     logger,
     onProgress: progressLogger(logger),
   });
@@ -160,7 +166,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   logger.info({ stream: key, group, engine: store.engine, from }, "following");
   try {
     const stats = await feed.run();
-    logger.info({ entries: stats.entries, records: stats.records, rejected: stats.rejected, claimed: stats.claimed }, "stopped");
+    logger.info({ entries: stats.entries, records: stats.records, rejected: stats.rejected, claimed: stats.claimed, trimmed: stats.trimmed }, "stopped");
     return 0;
   } finally {
     process.off("SIGINT", stop);
@@ -209,11 +215,12 @@ function progressLogger(logger: pino.Logger): (progress: FeedProgress) => void {
       entries: progress.entries,
       rejected: progress.rejected,
       claimed: progress.claimed,
+      trimmed: progress.trimmed,
       lag: progress.lag?.undelivered ?? null,
       pending: progress.lag?.pending ?? null,
       lastEntryAgeMs: progress.lastEntryAgeMs,
     };
-    const state = JSON.stringify([fields.records, fields.rejected, fields.claimed, fields.lag, fields.pending]);
+    const state = JSON.stringify([fields.records, fields.rejected, fields.claimed, fields.trimmed, fields.lag, fields.pending]);
     if (state === last) return;
     last = state;
     logger.info(fields, "progress");

@@ -40,6 +40,11 @@ export interface FeedConsumerOptions {
   forgetIdleMs?: number;
   /** How often progress is reported (default 1,000 ms). */
   progressMs?: number;
+  /**
+   * Trim the stream of what every group has acknowledged (FeedStream.trimAcknowledged) after
+   * applying, at most this often (ms); unset: never. The stream otherwise keeps every entry.
+   */
+  trimEveryMs?: number;
   onProgress?: (progress: FeedProgress) => void;
   logger?: FeedLogger;
 }
@@ -60,6 +65,8 @@ export interface FeedStats {
   rejected: number;
   /** Entries taken over from other consumers (or from this consumer's previous run). */
   claimed: number;
+  /** Entries trimmed from the stream once every group had acknowledged them (trimEveryMs). */
+  trimmed: number;
   /** The group's lag: undelivered and pending entries; null until first measured. */
   lag: GroupLag | null;
   /** Milliseconds from the XADD of the last applied entry to its application; null before any. */
@@ -101,7 +108,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   const forgetIdleMs = options.forgetIdleMs ?? 600_000;
   // Bytes per entry of the last entries read; null until the first are.
   let entryBytes: number | null = null;
-  const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, lag: null, lastEntryAgeMs: null };
+  const stats: FeedStats = { entries: 0, records: 0, rejected: 0, claimed: 0, trimmed: 0, lag: null, lastEntryAgeMs: null };
+  let nextTrimAt = 0;
   let stopping = false;
   let wake: (() => void) | null = null;
 
@@ -299,6 +307,17 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
     return entries.length > 0 ? { entries, alone: false } : null;
   }
 
+  /** Trims what every group acknowledged, when due; a failure is logged and tried again when next due. */
+  async function trimWhenDue(): Promise<void> {
+    if (options.trimEveryMs === undefined || Date.now() < nextTrimAt) return;
+    nextTrimAt = Date.now() + options.trimEveryMs;
+    try {
+      stats.trimmed += await stream.trimAcknowledged();
+    } catch (error) {
+      logger?.warn({ err: describe(error) }, "cannot trim the stream; trying again later");
+    }
+  }
+
   async function report(previous: { at: number; records: number }): Promise<void> {
     try {
       stats.lag = await stream.lag();
@@ -337,6 +356,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
                 nextForgetAt = Date.now() + Math.min(forgetIdleMs, 60_000);
                 await forgetGone();
               }
+              // What the last units left, and what other groups acknowledged since.
+              await trimWhenDue();
               continue;
             }
             firstRound = false;
@@ -353,6 +374,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
               },
               { onNotice: (message: string) => logger?.info({}, message) },
             );
+            // Outside the write lease: trimming is no write to the graph.
+            await trimWhenDue();
           } catch (error) {
             if (stopping) break;
             logger?.warn({ err: describe(error) }, "cannot read the stream; retrying");

@@ -1,5 +1,6 @@
 import { RESP_TYPES, createClient, createCluster } from "redis";
 import type { RedisStoreOptions } from "../store/redis/connection.js";
+import { compareIds } from "./apply-entries.js";
 
 /**
  * A stream entry as Redis returns it: its id and its field-value pairs, or null once deleted from
@@ -60,6 +61,11 @@ export interface FeedStream {
    */
   oldestUnapplied(): Promise<string | null>;
   /**
+   * Deletes the entries that every group of the stream has acknowledged: those older than the
+   * oldest entry any group has pending or not yet read. Resolves with how many went.
+   */
+  trimAcknowledged(): Promise<number>;
+  /**
    * Resolves true as soon as the group has work, entries pending or not yet delivered, waiting up
    * to `blockMs` for new ones; false when none came. Reads nothing for the group.
    */
@@ -84,6 +90,12 @@ export interface FeedStreamOptions {
 export const DEFAULT_MAX_REJECTED = 100_000;
 
 type Reply = string | Buffer | number | null | Reply[];
+
+/** One consumer group, from XINFO GROUPS. */
+interface GroupInfo extends GroupLag {
+  name: string;
+  lastDelivered: string;
+}
 type Send = (key: string, args: (string | Buffer)[]) => Promise<Reply>;
 
 /** node-redis's reply mapping for replies read as bytes. */
@@ -112,7 +124,11 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
     const info = await groupInfo();
     return info && { undelivered: info.undelivered, pending: info.pending };
   }
-  async function groupInfo(): Promise<(GroupLag & { lastDelivered: string }) | null> {
+  async function groupInfo(): Promise<GroupInfo | null> {
+    return (await allGroups())?.find((info) => info.name === group) ?? null;
+  }
+  /** Every group of the stream; null when there is no stream. */
+  async function allGroups(): Promise<GroupInfo[] | null> {
     let groups: Reply[][];
     try {
       groups = (await send(key, ["XINFO", "GROUPS", key])) as Reply[][];
@@ -120,18 +136,17 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       if (/no such key/i.test((error as Error).message)) return null;
       throw error;
     }
-    for (const info of groups) {
+    return groups.map((info) => {
       const map = new Map<string, Reply>();
       for (let i = 0; i + 1 < info.length; i += 2) map.set(String(info[i]), info[i + 1] ?? null);
-      if (map.get("name") !== group) continue;
       const undelivered = map.get("lag");
       return {
+        name: String(map.get("name")),
         undelivered: undelivered == null ? null : Number(undelivered),
         pending: Number(map.get("pending") ?? 0),
         lastDelivered: String(map.get("last-delivered-id") ?? "0"),
       };
-    }
-    return null;
+    });
   }
   return {
     key,
@@ -195,6 +210,24 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       }
       const next = (await send(key, ["XRANGE", key, `(${info.lastDelivered}`, "+", "COUNT", "1"])) as [string, Reply[]][];
       return next[0]?.[0] ?? null;
+    },
+    async trimAcknowledged() {
+      const groups = await allGroups();
+      if (groups === null || groups.length === 0) return 0;
+      // What each group still needs starts at its oldest pending entry, or else just after the last
+      // one delivered; MINID keeps that last one too, which is harmless.
+      let floor: string | null = null;
+      for (const info of groups) {
+        let needed = info.lastDelivered;
+        if (info.pending > 0) {
+          const summary = (await send(key, ["XPENDING", key, info.name])) as Reply[];
+          if (typeof summary[1] === "string") needed = summary[1];
+        }
+        if (floor === null || compareIds(needed, floor) < 0) floor = needed;
+      }
+      if (floor === null || compareIds(floor, "0-1") < 0) return 0;
+      // Exact trimming: "~" keeps whole nodes of up to 100 entries, and this runs often enough to be small.
+      return Number(await send(key, ["XTRIM", key, "MINID", floor]));
     },
     async waitForWork(blockMs) {
       const info = await groupInfo();

@@ -165,6 +165,39 @@ describe("relgraph follow on standalone Redis", () => {
     expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
   });
 
+  it("with --trim, deletes the entries every group has acknowledged, and none that a group still needs", async () => {
+    await reset();
+    const length = () => redis.send<number>(STREAM, ["XLEN", STREAM]);
+    for (const group of ["relgraph", "audit", "late"]) await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, group, "0", "MKSTREAM"]);
+    const ids: string[] = [];
+    for (let k = 1; k <= 6; k++) ids.push(await add(redis, STREAM, record(user(`t${k}`))));
+    // Another group's consumer read three and acknowledged two; a third group has read nothing.
+    await redis.send(STREAM, ["XREADGROUP", "GROUP", "audit", "auditor", "COUNT", "3", "STREAMS", STREAM, ">"]);
+    await redis.send(STREAM, ["XACK", STREAM, "audit", ids[0]!, ids[1]!]);
+
+    const follower = follow(env, ["--consumer", "c1", "--trim"]);
+    await drained(redis, STREAM);
+    expect(await known(store, ids.map((_, k) => `t${k + 1}`))).toBe(6);
+    // Past a trim after the last unit and an idle round's: "late" still needs everything.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await length()).toBe(6);
+
+    await redis.send(STREAM, ["XGROUP", "DESTROY", STREAM, "late"]);
+    // "audit" still holds its third entry: it and everything after stay.
+    await waitUntil("the acknowledged entries are trimmed", async () => (await length()) === 4);
+    expect((await entriesOf(redis, STREAM)).map((entry) => entry.id)).toEqual(ids.slice(2));
+
+    await redis.send(STREAM, ["XACK", STREAM, "audit", ids[2]!]);
+    await redis.send(STREAM, ["XREADGROUP", "GROUP", "audit", "auditor", "COUNT", "10", "STREAMS", STREAM, ">"]);
+    await redis.send(STREAM, ["XACK", STREAM, "audit", ...ids.slice(3)]);
+    // The last entry delivered stays, as what both groups read up to.
+    await waitUntil("all but the last entry are trimmed", async () => (await length()) === 1);
+    expect((await entriesOf(redis, STREAM)).map((entry) => entry.id)).toEqual([ids[5]]);
+
+    expect(await stop(follower)).toBe(0);
+    expect(follower.stopped()).toMatchObject({ entries: 6, rejected: 0, trimmed: 5 });
+  });
+
   it("takes entries in the ingestion format as `relgraph ingest` takes a file: a byte-order mark, CRLF, blank lines", async () => {
     await reset();
     // `records "$(cat changes.jsonl)"` of a file saved with a BOM and CRLF, which ingest loads.
@@ -402,7 +435,7 @@ describe("relgraph follow on a Redis Cluster", () => {
     await cluster?.stop();
   });
 
-  it("applies entries, rejects to a stream in another slot, and takes over a dead consumer's entries", async () => {
+  it("applies entries, rejects to a stream in another slot, takes over a dead consumer's entries, and trims what it acknowledged", async () => {
     const stream = "feed:cluster";
     await redis.send(stream, ["XGROUP", "CREATE", stream, "relgraph", "0", "MKSTREAM"]);
     await add(redis, stream, records([user("c1", [A]), user("c2", [B]), { type: "friend", a: "c1", b: "c2" }]));
@@ -414,14 +447,16 @@ describe("relgraph follow on a Redis Cluster", () => {
     await add(redis, stream, record(user("c3")));
     await add(redis, stream, record({ op: "delete", type: "friend", a: "c2", b: "c1" }));
 
-    const follower = follow(env, ["--stream", stream, "--consumer", "heir"]);
+    const follower = follow(env, ["--stream", stream, "--consumer", "heir", "--trim"]);
     await drained(redis, stream);
     expect(await setOf(store, "friends", "c1")).toEqual([]);
     expect(await setOf(store, "following", "c2")).toEqual(["c1"]);
     expect(await known(store, ["c3"])).toBe(1);
     const rejected = await entriesOf(redis, `${stream}:rejected`);
     expect(rejected.map((entry) => [entry.fields.entry, entry.fields.reason])).toEqual([[bad, "a user cannot be their own friend"]]);
+    // --trim: all acknowledged, so only the last entry delivered stays.
+    await waitUntil("the stream is trimmed", async () => (await redis.send<number>(stream, ["XLEN", stream])) === 1);
     expect(await stop(follower)).toBe(0);
-    expect(follower.stopped()).toMatchObject({ entries: 4, records: 6, rejected: 1, claimed: 3 });
+    expect(follower.stopped()).toMatchObject({ entries: 4, records: 6, rejected: 1, claimed: 3, trimmed: 4 });
   });
 });
