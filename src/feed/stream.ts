@@ -90,13 +90,13 @@ export interface FeedStreamOptions {
 export const DEFAULT_MAX_REJECTED = 100_000;
 
 type Reply = string | Buffer | number | null | Reply[];
+type Send = (key: string, args: (string | Buffer)[]) => Promise<Reply>;
 
 /** One consumer group, from XINFO GROUPS. */
 interface GroupInfo extends GroupLag {
   name: string;
   lastDelivered: string;
 }
-type Send = (key: string, args: (string | Buffer)[]) => Promise<Reply>;
 
 /** node-redis's reply mapping for replies read as bytes. */
 const BYTES = { [RESP_TYPES.BLOB_STRING]: Buffer };
