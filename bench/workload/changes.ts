@@ -142,9 +142,16 @@ function cumulative(): [ChangeKind, number][] {
 }
 
 /**
+ * Edges friendChurn keeps before its deletes begin: a delete removes an edge added at least this many
+ * adds before, so never one of its own entry or unit, which the writer would cancel unwritten.
+ */
+export const CHURN_HOLD = 1_000;
+
+/**
  * Friend adds and deletes only, between random users: the background load of the "while changes
- * flow" measurements (the issue's "adds and deletes, random users"). Every delete removes an edge
- * added earlier, so the graph neither only grows nor only shrinks.
+ * flow" measurements (the issue's "adds and deletes, random users"). Once CHURN_HOLD edges are
+ * added, adds and deletes alternate, every delete removing an edge added earlier than the newest
+ * CHURN_HOLD, so each change writes and the graph neither only grows nor only shrinks.
  */
 export function* friendChurn(options: ChangeMixOptions): Generator<string> {
   const random = createPrng(`${options.seed}:churn`);
@@ -157,8 +164,10 @@ export function* friendChurn(options: ChangeMixOptions): Generator<string> {
   };
   const added: [string, string][] = [];
   for (let i = 0; i < options.count; i++) {
-    if (i % 2 === 1 && added.length > 0) {
-      const [a, b] = added.splice(random.int(added.length), 1)[0]!;
+    // (A delete of the edge just added, as this did before, cancelled it in the same unit: the
+    // measurements under changes then wrote nothing.)
+    if (i % 2 === 1 && added.length > CHURN_HOLD) {
+      const [a, b] = added.splice(random.int(added.length - CHURN_HOLD), 1)[0]!;
       yield `{"op":"delete","type":"friend","a":"${a}","b":"${b}"}`;
       continue;
     }

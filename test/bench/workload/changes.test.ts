@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CHANGE_USER, changeMix, changeMixKinds, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
+import { CHANGE_USER, changeMix, changeMixKinds, CHURN_HOLD, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
 import { ingestRecords } from "../../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../../src/store/index.js";
 
@@ -65,18 +65,34 @@ describe("changeMix", () => {
 });
 
 describe("friendChurn", () => {
-  it("alternates friend adds with deletes of edges it added, and is accepted by relgraph", async () => {
-    const lines = [...friendChurn({ users, count: 2_000, seed: "t", spare })];
-    const live = new Set<string>();
+  it("adds friend edges, then alternates adds with deletes of edges added long enough before to be written, and is accepted by relgraph", async () => {
+    const count = 6_000;
+    const lines = [...friendChurn({ users, count, seed: "t", spare })];
+    // Each live edge, with the number of adds before each of its copies (random pairs of 300 users repeat).
+    const live = new Map<string, number[]>();
+    let adds = 0;
+    let deletes = 0;
     for (const [i, line] of lines.entries()) {
       const record = JSON.parse(line) as { op?: string; type: string; a: string; b: string };
       expect(record.type).toBe("friend");
       expect(spare.has(record.a) || spare.has(record.b)).toBe(false);
-      if (i % 2 === 1) {
-        expect(record.op).toBe("delete");
-        expect(live.delete(`${record.a}:${record.b}`)).toBe(true);
-      } else live.add(`${record.a}:${record.b}`);
+      const edge = `${record.a}:${record.b}`;
+      if (record.op === "delete") {
+        expect(i % 2).toBe(1);
+        const copies = live.get(edge) ?? [];
+        expect(copies.length).toBeGreaterThan(0);
+        // Never one of the newest CHURN_HOLD adds: not in its own entry, nor in its unit.
+        expect(adds - copies.shift()!).toBeGreaterThan(CHURN_HOLD);
+        deletes++;
+      } else {
+        live.set(edge, [...(live.get(edge) ?? []), adds++]);
+      }
     }
+    expect(adds + deletes).toBe(count);
+    expect(deletes).toBeGreaterThan(0.4 * count);
+    // Past the first CHURN_HOLD adds, one delete for every add: the standing edges stay that many.
+    expect(adds - deletes - CHURN_HOLD).toBeGreaterThanOrEqual(0);
+    expect(adds - deletes - CHURN_HOLD).toBeLessThanOrEqual(1);
     const store = await storeOfUsers();
     await ingestRecords(store, lines.map((line) => JSON.parse(line) as unknown));
   });
