@@ -194,6 +194,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     users: options.users,
     seed: options.seed,
     changeRecords: options.changeRecords,
+    storedEdges: dataset.storedEdges,
     durationSeconds: options.durationSeconds,
     warmupSeconds: options.warmupSeconds,
     connections: options.connections,

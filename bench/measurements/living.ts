@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { createRelgraphClient, type RelationshipGraphEntry } from "../../src/client/index.js";
 import { changeMix, friendChurn } from "../workload/changes.js";
+import type { StoredEdges } from "../workload/dataset.js";
 import { measureFeed } from "./feed.js";
 import { gets, httpSaturate, type HttpTarget } from "../load/http-load.js";
 import type { LoadResult } from "../load/load.js";
@@ -100,6 +101,8 @@ export interface LivingContext {
   seed: string;
   /** Change records for the two throughput figures. */
   changeRecords: number;
+  /** Edges of the stored graph for the change records to delete (Dataset.storedEdges). */
+  storedEdges?: StoredEdges;
   durationSeconds: number;
   warmupSeconds: number;
   connections: number;
@@ -118,7 +121,12 @@ export interface LivingContext {
 export async function measureLiving(context: LivingContext): Promise<LivingResult> {
   const result: LivingResult = { ingest: null, feed: null, underChanges: [], withdrawal: null, problems: [] };
   const spare = new Set(context.wallets.map((w) => w.relationId));
-  const mix = (seed: string) => changeMix({ users: context.users, count: context.changeRecords, seed, spare });
+  // The two runs delete different stored edges: those of the second would be gone after the first.
+  const storedHalf = (run: 0 | 1) => context.storedEdges && {
+    friends: context.storedEdges.friends.filter((_, i) => i % 2 === run),
+    follows: context.storedEdges.follows.filter((_, i) => i % 2 === run),
+  };
+  const mix = (seed: string, run: 0 | 1) => changeMix({ users: context.users, count: context.changeRecords, seed, spare, stored: storedHalf(run) });
   const attempt = async (what: string, body: () => Promise<void>) => {
     try {
       await body();
@@ -131,7 +139,7 @@ export async function measureLiving(context: LivingContext): Promise<LivingResul
     await attempt("ingest-changes", async () => {
       context.log(`bench: ${context.changeRecords.toLocaleString("en-US")} change records through relgraph ingest …`);
       const file = path.join(context.work, "changes.jsonl");
-      await writeFile(file, `${[...mix(`${context.seed}:ingest`)].join("\n")}\n`);
+      await writeFile(file, `${[...mix(`${context.seed}:ingest`, 0)].join("\n")}\n`);
       const ingest = await run(process.execPath, [MAIN, "ingest", file], { REDIS_URL: context.redisUrl }, "  ingest changes: ");
       if (ingest.code !== 0) throw new Error(`relgraph ingest of the changes failed (exit ${ingest.code}): ${ingest.stderr.slice(-1_000)}`);
       const reported = /([\d,]+) records\/s/.exec(ingest.stdout);
@@ -150,7 +158,7 @@ export async function measureLiving(context: LivingContext): Promise<LivingResul
       context.log(`bench: ${context.changeRecords.toLocaleString("en-US")} change records through the feed (relgraph follow) …`);
       // Made before the clock starts: generating the synthetic records is the producer's work, and on
       // these 2 cores it would take CPU from the follower and Redis while the feed is timed.
-      const lines = [...mix(`${context.seed}:feed`)];
+      const lines = [...mix(`${context.seed}:feed`, 1)];
       const feed = await measureFeed({
         env: { REDIS_URL: context.redisUrl },
         users: context.users,

@@ -17,13 +17,20 @@ export interface ChangeMixOptions {
    * narrows and restores, and whose answers would otherwise change under it.
    */
   spare?: ReadonlySet<string>;
+  /**
+   * Edges of the stored graph, in random order: the deletes remove these, each once, while they
+   * last (then edges the mix added). Without them a delete removes an edge the mix added shortly
+   * before, which one load cancels with its add, unwritten.
+   */
+  stored?: { friends: readonly (readonly [string, string])[]; follows: readonly (readonly [string, string])[] };
 }
 
 /**
  * Shares of the realistic mix, in percent. Edges dominate a social graph's changes; deletes are a
- * third of edge changes and mostly remove an edge the mix itself added, so that they do real work
- * (a delete of an absent edge is a cheap no-op). A few users are created, renamed and erased: new
- * users, so that erasure never removes the users the bench's read queries are sampled from.
+ * third of edge changes and remove stored edges (ChangeMixOptions.stored), so that they do real work:
+ * a delete of an absent edge is a cheap no-op, and one of an edge the same load added is cancelled
+ * with it. A few users are created, renamed and erased: new users, so that erasure never removes
+ * the users the bench's read queries are sampled from.
  */
 export const MIX = {
   friendAdd: 30,
@@ -73,8 +80,18 @@ export function* changeMixKinds(options: ChangeMixOptions): Generator<{ kind: Ch
     else list.push(edge);
   };
   const forget = (list: [string, string][]): [string, string] => (list.length > 0 ? list.splice(random.int(list.length), 1)[0]! : pair());
+  // The next stored edge of a kind that names no spare user; null once they are used up.
+  const next = { friends: 0, follows: 0 };
+  const storedEdge = (kind: "friends" | "follows"): readonly [string, string] | null => {
+    const edges = options.stored?.[kind] ?? [];
+    while (next[kind] < edges.length) {
+      const edge = edges[next[kind]++]!;
+      if (!spare.has(edge[0]) && !spare.has(edge[1])) return edge;
+    }
+    return null;
+  };
   const created: string[] = [];
-  let next = 0;
+  let nextUser = 0;
   const thresholds = cumulative();
 
   for (let i = 0; i < options.count; i++) {
@@ -88,7 +105,7 @@ export function* changeMixKinds(options: ChangeMixOptions): Generator<{ kind: Ch
         break;
       }
       case "friendDelete": {
-        const [a, b] = forget(friends);
+        const [a, b] = storedEdge("friends") ?? forget(friends);
         yield { kind, line: `{"op":"delete","type":"friend","a":"${a}","b":"${b}"}` };
         break;
       }
@@ -99,14 +116,14 @@ export function* changeMixKinds(options: ChangeMixOptions): Generator<{ kind: Ch
         break;
       }
       case "followDelete": {
-        const [from, to] = forget(follows);
+        const [from, to] = storedEdge("follows") ?? forget(follows);
         yield { kind, line: `{"op":"delete","type":"follow","from":"${from}","to":"${to}"}` };
         break;
       }
       case "userUpsert": {
         // Half new users, half renames of one created before (the same address: nothing detached).
         const renamed = created.length > 0 && random.int(2) === 0;
-        const k = renamed ? Number(created[random.int(created.length)]!.slice(CHANGE_USER.length)) : next++;
+        const k = renamed ? Number(created[random.int(created.length)]!.slice(CHANGE_USER.length)) : nextUser++;
         if (!renamed) created.push(`${CHANGE_USER}${k}`);
         const address = `0x${(0xbe0c0000_0000 + k).toString(16).padStart(40, "0")}`;
         yield { kind, line: `{"type":"user","relationId":"${CHANGE_USER}${k}","name":"Change ${k}.${i}","avatar":"","addresses":["${address}"]}` };

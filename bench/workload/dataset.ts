@@ -81,7 +81,21 @@ export interface Dataset {
   /** The hub band, for Multi-dimensional recommendation of users whose own degree is highest. */
   hubUsers: BenchUser[];
   wallets: WalletUser[];
+  /**
+   * Friend and follow edges of the generated graph, a uniform sample without repeats, in random
+   * order: what the change records delete (workload/changes.ts).
+   */
+  storedEdges: StoredEdges;
 }
+
+/** Edges by relationId: friends [a, b], follows [from, to]. */
+export interface StoredEdges {
+  friends: [string, string][];
+  follows: [string, string][];
+}
+
+/** Edges of each kind sampled for storedEdges: deletes for two runs of 1M changes (15% and 10% of each). */
+const STORED_EDGE_SAMPLE = 400_000;
 
 /** How many 2-hop visits pair sampling may spend per band, to bound its time on large graphs. */
 const PAIR_SEARCH_BUDGET = 40_000_000;
@@ -96,6 +110,20 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
   const edges = new EdgeBuffer();
   const contractIds = new Map<string, number>();
   const contractsOf = new Map<string, number[]>();
+
+  // A stream of its own, so that the samples drawn with `rng` stay what they were before this one.
+  const edgeRng = createPrng(`relgraph-bench:${options.seed}:stored-edges`);
+  const storedEdges: StoredEdges = { friends: [], follows: [] };
+  const seen = { friends: 0, follows: 0 };
+  // Algorithm R: each edge of the kind ends in the sample with the same chance.
+  const keep = (kind: keyof StoredEdges, edge: [string, string]) => {
+    const index = seen[kind]++;
+    if (index < STORED_EDGE_SAMPLE) storedEdges[kind].push(edge);
+    else {
+      const slot = edgeRng.int(index + 1);
+      if (slot < STORED_EDGE_SAMPLE) storedEdges[kind][slot] = edge;
+    }
+  };
 
   const out = createWriteStream(options.file);
   let buffer = "";
@@ -119,6 +147,10 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
         break;
       case "friend":
         edges.push(userIndex(record.a), userIndex(record.b));
+        keep("friends", [record.a, record.b]);
+        break;
+      case "follow":
+        keep("follows", [record.from, record.to]);
         break;
       case "interaction": {
         let id = contractIds.get(record.contract);
@@ -214,6 +246,8 @@ export async function createDataset(options: DatasetOptions): Promise<Dataset> {
     recommendUsers: sample(medianBand, options.recommendUsers, rng).map(userOf),
     hubUsers: hubBand.map(userOf),
     wallets: wallets.map(({ index, wallet }) => ({ ...userOf(index), wallet })),
+    // The reservoir keeps its slots in the order edges came: shuffled, a prefix is a random sample too.
+    storedEdges: { friends: sample(storedEdges.friends, storedEdges.friends.length, edgeRng), follows: sample(storedEdges.follows, storedEdges.follows.length, edgeRng) },
   };
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { CHANGE_USER, changeMix, changeMixKinds, CHURN_HOLD, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
 import { ingestRecords } from "../../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../../src/store/index.js";
+import { createPrng } from "../../../src/ingest/prng.js";
 
 /*
  * The living-graph bench measures relgraph on these records, so they must be what the issue asks
@@ -51,6 +52,51 @@ describe("changeMix", () => {
       if (kind === "userErase") expect(String(record.relationId).startsWith(CHANGE_USER)).toBe(true);
     }
     expect(deletesOfAdded / deletes).toBeGreaterThan(0.9);
+  });
+
+  it("given stored edges, deletes those, each once and in order, skipping any of a spared user, so that one load removes them", async () => {
+    const rng = createPrng("stored");
+    const edge = (): [string, string] => {
+      const a = 1 + rng.int(users);
+      return [`u${a}`, `u${1 + ((a + rng.int(users - 1)) % users)}`];
+    };
+    // Distinct edges of users not spared; the friends' first names a spared user.
+    const distinct = (count: number) =>
+      [...new Map(Array.from({ length: count }, () => edge()).map((e) => [e.join(":"), e])).values()].filter(([a, b]) => !spare.has(a) && !spare.has(b));
+    const stored = { friends: [["u1", "u9"] as [string, string], ...distinct(900)], follows: distinct(600) };
+    const count = 5_000;
+    const records = [...changeMix({ users, count, seed: "t", spare, stored })].map((line) => JSON.parse(line) as Record<string, string>);
+    const deleted = (type: string) => records.filter((r) => r.op === "delete" && r.type === type).map((r) => [r.a ?? r.from, r.b ?? r.to]);
+    const friendDeletes = deleted("friend");
+    const followDeletes = deleted("follow");
+    expect(friendDeletes.length).toBeGreaterThan(0.1 * count);
+    expect(followDeletes.length).toBeGreaterThan(0.05 * count);
+    expect(friendDeletes).toEqual(stored.friends.slice(1, 1 + friendDeletes.length));
+    expect(followDeletes).toEqual(stored.follows.slice(0, followDeletes.length));
+
+    // Applied to a store holding the stored edges, the load removes every one it deletes (none is
+    // cancelled by an add of the same load, as deletes of edges the mix added are).
+    const store = await storeOfUsers();
+    await ingestRecords(store, [
+      ...stored.friends.map(([a, b]) => ({ type: "friend", a, b })),
+      ...stored.follows.map(([from, to]) => ({ type: "follow", from, to })),
+    ]);
+    await ingestRecords(store, records);
+    // Adds of the same pair in the load (either way round for friends) may put one back.
+    const readded = new Set(
+      records.filter((r) => r.op === undefined).flatMap((r) => (r.type === "friend" ? [`friend:${r.a}:${r.b}`, `friend:${r.b}:${r.a}`] : r.type === "follow" ? [`follow:${r.from}:${r.to}`] : [])),
+    );
+    let removed = 0;
+    for (const [type, edges] of [["friend", friendDeletes], ["follow", followDeletes]] as const) {
+      for (const [a, b] of edges) {
+        if (readded.has(`${type}:${a}:${b}`)) continue;
+        const [ia, ib] = (await store.resolveRelationIds([a!, b!])) as number[];
+        const set = await store.userSet(type === "friend" ? "friends" : "following", ia!);
+        expect(set).not.toContain(ib);
+        removed++;
+      }
+    }
+    expect(removed).toBeGreaterThan(0.9 * (friendDeletes.length + followDeletes.length));
   });
 
   it("is accepted by relgraph and applied: a load of it deletes, erases and adds", async () => {
