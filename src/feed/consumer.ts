@@ -30,6 +30,11 @@ export interface FeedConsumerOptions {
   unitBytes?: number;
   /** How long a read waits for new entries (default 1,000 ms); also how long a stop may wait. */
   blockMs?: number;
+  /**
+   * How long a unit waits for more entries on a busy stream, once (default 25 ms; 0: never): when
+   * the unit before ended less than 100 ms ago and a read finds fewer entries than it asked for.
+   */
+  lingerMs?: number;
   /** An entry delivered this many times (default 5) without being applied goes to the rejected stream. */
   maxDeliveries?: number;
   /**
@@ -95,6 +100,8 @@ interface Unit {
 }
 
 const MAX_BACKOFF_MS = 5_000;
+/** A stream whose last unit ended less than this long ago is busy: its next unit lingers (readNew). */
+const BUSY_STREAM_MS = 100;
 
 /** Creates a consumer; nothing is read until run(). */
 export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
@@ -103,6 +110,9 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   const unitEntries = options.unitEntries ?? 10_000;
   const unitBytes = options.unitBytes ?? 64 * 2 ** 20;
   const blockMs = options.blockMs ?? 1_000;
+  const lingerMs = options.lingerMs ?? 25;
+  // When the last unit was applied (performance.now()); -Infinity before any.
+  let lastUnitEndedAt = Number.NEGATIVE_INFINITY;
   const maxDeliveries = options.maxDeliveries ?? 5;
   const progressMs = options.progressMs ?? 1_000;
   const forgetIdleMs = options.forgetIdleMs ?? 600_000;
@@ -288,12 +298,17 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   }
 
   /**
-   * New entries: one read, then more while reads come back full and the unit has room; none waits
-   * (waiting is waitForWork's).
+   * New entries: one read, then more while reads come back full and the unit has room. None waits
+   * (waiting is waitForWork's), but on a busy stream: when the unit before ended less than
+   * BUSY_STREAM_MS ago, a short read is followed, once, by another after lingerMs. Under a steady
+   * flow of small entries each unit then takes several, and its costs that do not shrink with it
+   * (the write lease, the journal, the plan's reads) are paid once for them; an entry on a quiet
+   * stream, such as a withdrawn release, is applied at once.
    */
   async function readNew(): Promise<Unit | null> {
     const entries: StreamEntry[] = [];
     let bytes = 0;
+    let lingered = lingerMs === 0 || performance.now() - lastUnitEndedAt > BUSY_STREAM_MS;
     for (;;) {
       // A unit takes at least one entry, however large.
       const fit = entries.length === 0 ? Math.max(1, entriesThatFit(unitBytes)) : entriesThatFit(unitBytes - bytes);
@@ -302,7 +317,13 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
       const read = await stream.read(count, 0);
       for (const entry of read) entries.push(entry);
       bytes += measure(read);
-      if (read.length < count || entries.length >= unitEntries || bytes >= unitBytes || stopping) break;
+      if (entries.length >= unitEntries || bytes >= unitBytes || stopping) break;
+      if (read.length < count) {
+        if (lingered || entries.length === 0) break;
+        lingered = true;
+        await sleep(lingerMs);
+        if (stopping) break;
+      }
     }
     return entries.length > 0 ? { entries, alone: false } : null;
   }
@@ -371,6 +392,7 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
               async () => {
                 const unit = (await claim(0, false)) ?? (await readNew());
                 if (unit && !(await handle(unit))) stoppedMidUnit = true;
+                if (unit) lastUnitEndedAt = performance.now();
               },
               { onNotice: (message: string) => logger?.info({}, message) },
             );

@@ -127,6 +127,40 @@ describe("the feed consumer", () => {
     expect(pending.map(([id]) => id)).toEqual([bad]);
   });
 
+  it("on a busy stream takes several entries per unit, lingering for more; without lingering, about one", async () => {
+    /** Runs a consumer while `entries` small entries are XADDed 10 ms apart; resolves with the entries of each unit. */
+    const unitsOf = async (name: string, lingerMs: number, entries: number): Promise<number[]> => {
+      await redis.send(name, ["XGROUP", "CREATE", name, "relgraph", "0", "MKSTREAM"]);
+      const units: number[] = [];
+      const counted: GraphStore = {
+        ...store,
+        write: (batch, options) => {
+          units.push(options?.acknowledge?.ids.length ?? 0);
+          return store.write(batch, options);
+        },
+      };
+      const own = await connectFeedStream({ redis: { url: server.url }, key: name, group: "relgraph", consumer: "steady" });
+      const consumer = createFeedConsumer({ store: counted, stream: own, lingerMs, blockMs: 100 });
+      const running = consumer.run();
+      try {
+        for (let k = 0; k < entries; k++) {
+          await add(redis, name, record({ type: "user", relationId: `${name.replace("feed:", "")}${k}`, addresses: [] }));
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await waitUntil("every entry is applied", () => consumer.stats().entries === entries);
+      } finally {
+        consumer.stop();
+      }
+      expect(await running).toMatchObject({ entries, rejected: 0 });
+      await own.close();
+      expect(units.reduce((sum, n) => sum + n, 0)).toBe(entries);
+      return units;
+    };
+    const lingering = await unitsOf("feed:lingering", 40, 100);
+    const eager = await unitsOf("feed:eager", 0, 100);
+    expect(lingering.length).toBeLessThan(0.6 * eager.length);
+  });
+
   it("acknowledges an entry trimmed after delivery as nothing applied, and deletes no entry itself", async () => {
     const trimmed = "feed:trimmed";
     await redis.send(trimmed, ["XGROUP", "CREATE", trimmed, "relgraph", "0", "MKSTREAM"]);
