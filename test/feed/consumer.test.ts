@@ -9,6 +9,19 @@ import { add, connectCommands, record, records, waitUntil, type Commands } from 
 
 /* The consumer in process, on a real redis-server: what the command line does not expose. */
 
+/** `store`, noting the entries of each unit as it is asked to write and acknowledge them. */
+function countingUnits(store: GraphStore): { counted: GraphStore; units: number[] } {
+  const units: number[] = [];
+  const counted: GraphStore = {
+    ...store,
+    write: (batch, options) => {
+      units.push(options?.acknowledge?.ids.length ?? 0);
+      return store.write(batch, options);
+    },
+  };
+  return { counted, units };
+}
+
 describe("the feed consumer", () => {
   let server: TestRedisServer;
   let redis: Commands;
@@ -131,14 +144,7 @@ describe("the feed consumer", () => {
     /** Runs a consumer while `entries` small entries are XADDed 10 ms apart; resolves with the entries of each unit. */
     const unitsOf = async (name: string, lingerMs: number, entries: number): Promise<number[]> => {
       await redis.send(name, ["XGROUP", "CREATE", name, "relgraph", "0", "MKSTREAM"]);
-      const units: number[] = [];
-      const counted: GraphStore = {
-        ...store,
-        write: (batch, options) => {
-          units.push(options?.acknowledge?.ids.length ?? 0);
-          return store.write(batch, options);
-        },
-      };
+      const { counted, units } = countingUnits(store);
       const own = await connectFeedStream({ redis: { url: server.url }, key: name, group: "relgraph", consumer: "steady" });
       const consumer = createFeedConsumer({ store: counted, stream: own, lingerMs, blockMs: 100 });
       const running = consumer.run();
@@ -195,15 +201,7 @@ describe("the feed consumer", () => {
     await redis.send(sized, ["XREADGROUP", "GROUP", "relgraph", "ghost", "COUNT", "100", "STREAMS", sized, ">"]);
     for (let k = 12; k < 24; k++) await add(redis, sized, entry(k));
 
-    // The entries of each unit, as the store is asked to write and acknowledge them.
-    const units: number[] = [];
-    const counted: GraphStore = {
-      ...store,
-      write: (batch, options) => {
-        units.push(options?.acknowledge?.ids.length ?? 0);
-        return store.write(batch, options);
-      },
-    };
+    const { counted, units } = countingUnits(store);
     const heir = await connectFeedStream({ redis: { url: server.url }, key: sized, group: "relgraph", consumer: "heir" });
     const consumer = createFeedConsumer({ store: counted, stream: heir, unitBytes: Math.floor(3.5 * entryBytes) });
     const running = consumer.run();
