@@ -61,8 +61,7 @@ describe("GroupedMembers.encodeInto", () => {
       const make = (userKeys: boolean) => {
         const group = new GroupedMembers({
           command: values ? "HSET" : "SADD",
-          keyOf: (subject) => family.key(ids[subject]!),
-          userKeys: userKeys ? { family, ids } : undefined,
+          ...(userKeys ? { userKeys: { family, ids } } : { keyOf: (subject: number) => family.key(ids[subject]!) }),
           subjects: ids,
           members,
           capacity: 600,

@@ -11,16 +11,16 @@ import { ARGS_PER_COMMAND } from "./set-reads.js";
  * straddle two commands.
  */
 
+/**
+ * How GroupedMembers names a subject's key: a function of its index, or, for a family of per-user
+ * keys, the family and the subjects' UserIds, from which encodeInto writes the keys' bytes without
+ * making their texts.
+ */
+export type GroupKeys = { keyOf: (subject: number) => string; userKeys?: undefined } | { keyOf?: undefined; userKeys: { family: UserKeys; ids: ArrayLike<number> } };
+
 /** Options of GroupedMembers. */
-export interface GroupedMembersOptions {
+export type GroupedMembersOptions = GroupKeys & {
   command: "SADD" | "SREM" | "HSET" | "HDEL";
-  /** The key of a subject, by index. */
-  keyOf: (subject: number) => string;
-  /**
-   * Set when the keys are a family of per-user keys, keyOf(subject) being family.key(ids[subject]):
-   * encodeInto then writes the keys' bytes from the prefix and the id, without making their texts.
-   */
-  userKeys?: { family: UserKeys; ids: ArrayLike<number> };
   /** The subjects, by index; read when commands are made, so it may still grow while members are added. */
   subjects: { readonly length: number };
   /** Member texts (SADD members, HSET fields), by index; read when commands are made. */
@@ -31,7 +31,7 @@ export interface GroupedMembersOptions {
   values?: readonly string[];
   /** The members' bulk strings, when shared with other groups over the same member texts (encodeInto). */
   memberBulks?: BulkStrings;
-}
+};
 
 /**
  * Members of one family of keys (SADD or SREM members, HDEL fields, or HSET fields with their
@@ -64,14 +64,20 @@ export class GroupedMembers {
     this.members[this.length++] = member;
   }
 
+  /** The key of a subject, by index. */
+  private keyOf(subject: number): string {
+    const { keyOf, userKeys } = this.options;
+    return keyOf ? keyOf(subject) : userKeys.family.key(userKeys.ids[subject]!);
+  }
+
   *commands(): Generator<string[]> {
     const { subjects, members, valueIndexes, length } = this;
-    const { command, keyOf, values } = this.options;
+    const { command, values } = this.options;
     const memberTexts = this.options.members;
     const order = sortedByKey(subjects.subarray(0, length), this.options.subjects.length);
     for (let start = 0; start < length; ) {
       const subject = subjects[order[start]!]!;
-      const key = keyOf(subject);
+      const key = this.keyOf(subject);
       let args = [command, key];
       let k = start;
       for (; k < length && subjects[order[k]!] === subject; k++) {
@@ -98,7 +104,7 @@ export class GroupedMembers {
    */
   *encodeInto(window: RespWindow): Generator<number> {
     const { subjects, members, valueIndexes, length } = this;
-    const { command, keyOf, values } = this.options;
+    const { command, values } = this.options;
     const memberBulks = this.options.memberBulks ?? new BulkStrings(this.options.members);
     const valueBulks = values ? new BulkStrings(values) : null;
     const perMember = values ? 2 : 1;
@@ -110,7 +116,7 @@ export class GroupedMembers {
       const subject = subjects[order[start]!]!;
       let end = start + 1;
       while (end < length && subjects[order[end]!] === subject) end++;
-      const key = keyPrefix ? null : keyOf(subject);
+      const key = keyPrefix ? null : this.keyOf(subject);
       for (let at = start; at < end; ) {
         const stop = Math.min(end, at + ARGS_PER_COMMAND / perMember);
         window.appendArrayHeader(2 + (stop - at) * perMember);

@@ -368,7 +368,6 @@ class DenseUsers {
     const { ids } = this;
     return new GroupedMembers({
       command,
-      keyOf: (subject) => family.key(ids[subject]!),
       userKeys: { family, ids },
       subjects: ids,
       members: this.idTexts,
