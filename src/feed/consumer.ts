@@ -308,7 +308,7 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
   async function readNew(): Promise<Unit | null> {
     const entries: StreamEntry[] = [];
     let bytes = 0;
-    let lingered = lingerMs === 0 || performance.now() - lastUnitEndedAt > BUSY_STREAM_MS;
+    let mayLinger = lingerMs > 0 && performance.now() - lastUnitEndedAt <= BUSY_STREAM_MS;
     for (;;) {
       // A unit takes at least one entry, however large.
       const fit = entries.length === 0 ? Math.max(1, entriesThatFit(unitBytes)) : entriesThatFit(unitBytes - bytes);
@@ -319,8 +319,8 @@ export function createFeedConsumer(options: FeedConsumerOptions): FeedConsumer {
       bytes += measure(read);
       if (entries.length >= unitEntries || bytes >= unitBytes || stopping) break;
       if (read.length < count) {
-        if (lingered || entries.length === 0) break;
-        lingered = true;
+        if (!mayLinger || entries.length === 0) break;
+        mayLinger = false;
         await sleep(lingerMs);
         if (stopping) break;
       }

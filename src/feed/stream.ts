@@ -127,6 +127,12 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
   async function groupInfo(): Promise<GroupInfo | null> {
     return (await allGroups())?.find((info) => info.name === group) ?? null;
   }
+  /** The id of a group's oldest pending entry; null when it has none. */
+  async function oldestPending(name: string): Promise<string | null> {
+    // The summary form: [count, smallest id, greatest id, consumers].
+    const summary = (await send(key, ["XPENDING", key, name])) as Reply[];
+    return typeof summary[1] === "string" ? summary[1] : null;
+  }
   /** Every group of the stream; null when there is no stream. */
   async function allGroups(): Promise<GroupInfo[] | null> {
     let groups: Reply[][];
@@ -204,25 +210,19 @@ export async function connectFeedStream(options: FeedStreamOptions): Promise<Fee
       const info = await groupInfo();
       if (info === null) return null;
       if (info.pending > 0) {
-        // The summary form: [count, smallest id, greatest id, consumers].
-        const summary = (await send(key, ["XPENDING", key, group])) as Reply[];
-        if (typeof summary[1] === "string") return summary[1];
+        const oldest = await oldestPending(group);
+        if (oldest !== null) return oldest;
       }
       const next = (await send(key, ["XRANGE", key, `(${info.lastDelivered}`, "+", "COUNT", "1"])) as [string, Reply[]][];
       return next[0]?.[0] ?? null;
     },
     async trimAcknowledged() {
-      const groups = await allGroups();
-      if (groups === null || groups.length === 0) return 0;
+      const groups = (await allGroups()) ?? [];
       // What each group still needs starts at its oldest pending entry, or else just after the last
       // one delivered; MINID keeps that last one too, which is harmless.
       let floor: string | null = null;
       for (const info of groups) {
-        let needed = info.lastDelivered;
-        if (info.pending > 0) {
-          const summary = (await send(key, ["XPENDING", key, info.name])) as Reply[];
-          if (typeof summary[1] === "string") needed = summary[1];
-        }
+        const needed = (info.pending > 0 ? await oldestPending(info.name) : null) ?? info.lastDelivered;
         if (floor === null || compareIds(needed, floor) < 0) floor = needed;
       }
       if (floor === null || compareIds(floor, "0-1") < 0) return 0;
