@@ -9,7 +9,7 @@ import { createClient } from "redis";
 import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
 import { TRACKING_CLIENT_NAME } from "../src/store/redis/tracking.js";
 import { effectiveCores } from "./load/calibrate.js";
-import { createDataset, type Dataset } from "./workload/dataset.js";
+import { BENCH_DATASET, createDataset, loadHeapFlags, type Dataset } from "./workload/dataset.js";
 import { measureLiving, type LivingResult } from "./measurements/living.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measurements/measure.js";
 import { measureProtocols, renderProtocols, type ProtocolsResult } from "./measurements/protocols.js";
@@ -29,19 +29,6 @@ import { signAuthorizations } from "./workload/siwe-auth.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const PEER = fileURLToPath(new URL("./processes/peer-server.js", import.meta.url));
-const WALLET_USERS = 20;
-const PAIRS_PER_BAND = 50;
-/**
- * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (until
- * they change), so a run should ask about as many different users as it makes calls, as a
- * service asked by many people does, rather than measure a few users' cached neighbourhoods.
- */
-const RECOMMEND_USERS = 20_000;
-const HUB_DEGREE = 5_000;
-const FALLBACK_HUBS = 5;
-/** Above this many users, `relgraph ingest` gets a larger heap: its validator holds the whole load. */
-const LARGE_LOAD_USERS = 50_000;
-const LARGE_LOAD_HEAP_MB = 16_384;
 /** How long the bench waits for Redis to end the keyspace rehash a load leaves (seconds at hz 500; 90 s at the default hz 10). */
 const REHASH_TIMEOUT_MS = 120_000;
 
@@ -79,11 +66,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     users: options.users,
     seed: options.seed,
     file: path.join(work, "dataset.jsonl"),
-    wallets: WALLET_USERS,
-    pairsPerBand: PAIRS_PER_BAND,
-    recommendUsers: RECOMMEND_USERS,
-    hubDegree: HUB_DEGREE,
-    fallbackHubs: FALLBACK_HUBS,
+    ...BENCH_DATASET,
   });
   log(`bench: ${dataset.records.toLocaleString("en-US")} records (${(dataset.bytes / 2 ** 20).toFixed(0)} MiB) in ${dataset.generateSeconds.toFixed(1)} s`);
 
@@ -96,7 +79,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   );
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
 
-  const heapFlags = options.users > LARGE_LOAD_USERS ? [`--max-old-space-size=${LARGE_LOAD_HEAP_MB}`] : [];
+  const heapFlags = loadHeapFlags(options.users);
   log(`bench: relgraph ingest into redis-server on port ${redisPort} …`);
   const ingestRun = await run(process.execPath, [...heapFlags, MAIN, "ingest", dataset.file], { REDIS_URL: redisUrl }, "  ingest: ");
   if (ingestRun.code !== 0) {
@@ -278,8 +261,8 @@ function headerLines(
     `relgraph: commit ${source.commit}${source.uncommittedFiles > 0 ? ` with ${source.uncommittedFiles} uncommitted file(s)` : ""}, built into dist/ by npm run bench.`,
     `Calibration: ${cores.reported} threads spinning together got ${cores.effective.toFixed(2)} cores of CPU time${cores.effective < cores.reported * 0.8 ? " — this machine delivers less than its core count" : ""}.`,
     sharedCoresNote(cores.reported),
-    `Dataset: ${dataset.records.toLocaleString("en-US")} records, ${dataset.friendEdges.toLocaleString("en-US")} friend edges; degree mean ${d.mean.toFixed(1)}, median ${d.median}, p99 ${d.p99}, max ${d.max}; ${d.atLeastHubDegree} users ≥ ${HUB_DEGREE} friends.`,
-    `Bands: median ${b.median.minDegree}–${b.median.maxDegree} (${b.median.users} users), p99 ${b.p99.minDegree}–${b.p99.maxDegree} (${b.p99.users}), hubs ${b.hub.minDegree}–${b.hub.maxDegree} (${b.hub.users}${d.atLeastHubDegree < 2 ? `: fewer than 2 users reach ${HUB_DEGREE}, so the ${FALLBACK_HUBS} best connected` : ""}).`,
+    `Dataset: ${dataset.records.toLocaleString("en-US")} records, ${dataset.friendEdges.toLocaleString("en-US")} friend edges; degree mean ${d.mean.toFixed(1)}, median ${d.median}, p99 ${d.p99}, max ${d.max}; ${d.atLeastHubDegree} users ≥ ${BENCH_DATASET.hubDegree} friends.`,
+    `Bands: median ${b.median.minDegree}–${b.median.maxDegree} (${b.median.users} users), p99 ${b.p99.minDegree}–${b.p99.maxDegree} (${b.p99.users}), hubs ${b.hub.minDegree}–${b.hub.maxDegree} (${b.hub.users}${d.atLeastHubDegree < 2 ? `: fewer than 2 users reach ${BENCH_DATASET.hubDegree}, so the ${BENCH_DATASET.fallbackHubs} best connected` : ""}).`,
     ...(heapFlags.length > 0 ? [`relgraph ingest ran with ${heapFlags.join(" ")}: its validator holds the whole load in memory.`] : []),
   ];
 }

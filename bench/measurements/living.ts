@@ -117,16 +117,31 @@ export interface LivingContext {
   log(line: string): void;
 }
 
+/** The two change-throughput runs: `relgraph ingest`, then the feed. */
+export type ThroughputRun = "ingest" | "feed";
+
+/**
+ * The change records of one throughput run over the bench's dataset. The two runs delete different
+ * halves of the sampled stored edges: the second's would be gone after the first. `spare` users
+ * (the wallet users) are never touched.
+ */
+export function throughputChanges(
+  run: ThroughputRun,
+  source: { users: number; seed: string; changeRecords: number; storedEdges?: StoredEdges; spare: ReadonlySet<string> },
+): Generator<string> {
+  const half = run === "ingest" ? 0 : 1;
+  const stored = source.storedEdges && {
+    friends: source.storedEdges.friends.filter((_, i) => i % 2 === half),
+    follows: source.storedEdges.follows.filter((_, i) => i % 2 === half),
+  };
+  return changeMix({ users: source.users, count: source.changeRecords, seed: `${source.seed}:${run}`, spare: source.spare, stored });
+}
+
 /** Runs the selected living-graph measurements in the order of the issue's table. */
 export async function measureLiving(context: LivingContext): Promise<LivingResult> {
   const result: LivingResult = { ingest: null, feed: null, underChanges: [], withdrawal: null, problems: [] };
   const spare = new Set(context.wallets.map((w) => w.relationId));
-  // The two runs delete different stored edges: those of the second would be gone after the first.
-  const storedHalf = (run: 0 | 1) => context.storedEdges && {
-    friends: context.storedEdges.friends.filter((_, i) => i % 2 === run),
-    follows: context.storedEdges.follows.filter((_, i) => i % 2 === run),
-  };
-  const mix = (seed: string, run: 0 | 1) => changeMix({ users: context.users, count: context.changeRecords, seed, spare, stored: storedHalf(run) });
+  const mix = (run: ThroughputRun) => throughputChanges(run, { ...context, spare });
   const attempt = async (what: string, body: () => Promise<void>) => {
     try {
       await body();
@@ -139,7 +154,7 @@ export async function measureLiving(context: LivingContext): Promise<LivingResul
     await attempt("ingest-changes", async () => {
       context.log(`bench: ${context.changeRecords.toLocaleString("en-US")} change records through relgraph ingest …`);
       const file = path.join(context.work, "changes.jsonl");
-      await writeFile(file, `${[...mix(`${context.seed}:ingest`, 0)].join("\n")}\n`);
+      await writeFile(file, `${[...mix("ingest")].join("\n")}\n`);
       const ingest = await run(process.execPath, [MAIN, "ingest", file], { REDIS_URL: context.redisUrl }, "  ingest changes: ");
       if (ingest.code !== 0) throw new Error(`relgraph ingest of the changes failed (exit ${ingest.code}): ${ingest.stderr.slice(-1_000)}`);
       const reported = /([\d,]+) records\/s/.exec(ingest.stdout);
@@ -158,7 +173,7 @@ export async function measureLiving(context: LivingContext): Promise<LivingResul
       context.log(`bench: ${context.changeRecords.toLocaleString("en-US")} change records through the feed (relgraph follow) …`);
       // Made before the clock starts: generating the synthetic records is the producer's work, and on
       // these 2 cores it would take CPU from the follower and Redis while the feed is timed.
-      const lines = [...mix(`${context.seed}:feed`, 1)];
+      const lines = [...mix("feed")];
       const feed = await measureFeed({
         env: { REDIS_URL: context.redisUrl },
         users: context.users,

@@ -64,6 +64,29 @@ export interface DatasetOptions {
   fallbackHubs: number;
 }
 
+/** The shape of the bench's dataset besides its size and seed: what `npm run bench` and the lab tools generate. */
+export const BENCH_DATASET = {
+  wallets: 20,
+  pairsPerBand: 50,
+  /**
+   * Users asked for recommendations: relgraph caches the neighbour sets a recommendation reads (until
+   * they change), so a run should ask about as many different users as it makes calls, as a
+   * service asked by many people does, rather than measure a few users' cached neighbourhoods.
+   */
+  recommendUsers: 20_000,
+  hubDegree: 5_000,
+  fallbackHubs: 5,
+} as const satisfies Omit<DatasetOptions, "users" | "seed" | "file">;
+
+/** Above this many users, `relgraph ingest` of the dataset gets a larger heap: its validator holds the whole load. */
+const LARGE_LOAD_USERS = 50_000;
+const LARGE_LOAD_HEAP_MB = 16_384;
+
+/** The Node flags `relgraph ingest` of a dataset of `users` users runs with. */
+export function loadHeapFlags(users: number): string[] {
+  return users > LARGE_LOAD_USERS ? [`--max-old-space-size=${LARGE_LOAD_HEAP_MB}`] : [];
+}
+
 /** What the bench wrote and sampled. */
 export interface Dataset {
   file: string;
