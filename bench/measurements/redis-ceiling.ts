@@ -1,0 +1,163 @@
+import { spawn } from "node:child_process";
+import { createReadStream } from "node:fs";
+import { stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { pipeline } from "node:stream/promises";
+import { createClient } from "redis";
+import { cpuSeconds, freePort, run, start } from "../processes/processes.js";
+import { awaitKeyspaceRehash } from "../processes/redis-rehash.js";
+import { BENCH_DATASET, createDataset, loadHeapFlags } from "../workload/dataset.js";
+import { throughputChanges } from "./living.js";
+
+/*
+ * The Redis ceiling of change throughput: how fast one redis-server applies, on its own, everything
+ * `relgraph ingest` of the bench's change records asks of it (the plan's reads, the journal, the
+ * apply, the lease). The bytes relgraph writes to Redis are captured (tools/resp-tee.ts), then
+ * replayed through `redis-cli --pipe` over the same stored graph, with no writer at all. What Redis
+ * needs for them bounds what any writer could reach with this store layout on this machine: issue
+ * 14's target of 200k records/s (bench/README.md, "The Redis ceiling").
+ *
+ * Every trial starts from the same stored graph: the loaded dataset is saved once, and each run
+ * begins with DEBUG RELOAD NOSAVE, which empties the server and loads that file again.
+ */
+
+const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+const TEE = fileURLToPath(new URL("../tools/resp-tee.js", import.meta.url));
+/** The keyspace of the large dataset takes ~90 s to settle at the default tick rate; seconds at hz 500. */
+const REHASH_TIMEOUT_MS = 120_000;
+/** The seed the bench's throughput runs use by default. */
+const DEFAULT_SEED = "bench";
+
+/** Options of measureRedisCeiling. */
+export interface CeilingOptions {
+  users: number;
+  changeRecords: number;
+  trials: number;
+  /** A directory for the dataset, the change records, the capture and the saved store. */
+  work: string;
+  seed?: string;
+  /** Also compare DEBUG DIGEST after each run with the first ingest's (slow: tens of seconds on the large store). */
+  digest?: boolean;
+  log(line: string): void;
+}
+
+/** One timed run: wall time and the CPU the redis-server used during it. */
+export interface CeilingRun {
+  seconds: number;
+  redisCpuSeconds: number;
+  /** DEBUG DIGEST after the run, when asked for. */
+  digest: string | null;
+}
+
+/** What measureRedisCeiling found. */
+export interface CeilingResult {
+  records: number;
+  /** Bytes relgraph wrote to Redis, and commands among them that Redis answered with an error. */
+  capturedBytes: number;
+  replayErrors: number;
+  /** Per trial, relgraph ingest and then the replay of its bytes, each from the same stored graph. */
+  trials: { ingest: CeilingRun; replay: CeilingRun }[];
+  /** Whether every replay left the store as the ingest did (null when digests were not asked for). */
+  sameState: boolean | null;
+}
+
+/** Generates the bench's dataset and change records, loads the dataset into a private redis-server, and times ingest against replay. */
+export async function measureRedisCeiling(options: CeilingOptions): Promise<CeilingResult> {
+  const seed = options.seed ?? DEFAULT_SEED;
+  options.log(`ceiling: generating ${options.users.toLocaleString("en-US")} users (seed "${seed}") …`);
+  const dataset = await createDataset({ users: options.users, seed, file: path.join(options.work, "dataset.jsonl"), ...BENCH_DATASET });
+  const spare = new Set(dataset.wallets.map((wallet) => wallet.relationId));
+  const changes = path.join(options.work, "changes.jsonl");
+  const lines = [...throughputChanges("ingest", { users: options.users, seed, changeRecords: options.changeRecords, storedEdges: dataset.storedEdges, spare })];
+  await writeFile(changes, `${lines.join("\n")}\n`);
+
+  const port = await freePort();
+  const server = await start(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", options.work, "--dbfilename", "ceiling.rdb", "--enable-debug-command", "local"],
+    { ready: /Ready to accept connections/ },
+  );
+  const env = { REDIS_URL: `redis://127.0.0.1:${port}` };
+  const redis = createClient({ url: env.REDIS_URL });
+  await redis.connect();
+  try {
+    options.log(`ceiling: loading the dataset (${dataset.records.toLocaleString("en-US")} records) …`);
+    const load = await run(process.execPath, [...loadHeapFlags(options.users), MAIN, "ingest", dataset.file], env, "  load: ");
+    if (load.code !== 0) throw new Error(`relgraph ingest of the dataset failed (exit ${load.code}): ${load.stderr.slice(-1_000)}`);
+    await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
+    await redis.sendCommand(["SAVE"]);
+
+    const restore = async () => {
+      await redis.sendCommand(["DEBUG", "RELOAD", "NOSAVE"]);
+      await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
+    };
+    const digest = async () => (options.digest ? redis.sendCommand<string>(["DEBUG", "DIGEST"]) : null);
+    const timed = async (body: () => Promise<void>): Promise<CeilingRun> => {
+      const cpuBefore = await cpuSeconds(server.pid);
+      const started = performance.now();
+      await body();
+      const seconds = (performance.now() - started) / 1000;
+      return { seconds, redisCpuSeconds: (await cpuSeconds(server.pid)) - cpuBefore, digest: await digest() };
+    };
+    const ingest = async (extraArgs: string[], extraEnv: Record<string, string>) => {
+      const result = await run(process.execPath, [...extraArgs, MAIN, "ingest", changes], { ...env, ...extraEnv }, "  changes: ");
+      if (result.code !== 0) throw new Error(`relgraph ingest of the changes failed (exit ${result.code}): ${result.stderr.slice(-1_000)}`);
+    };
+
+    // Captured on a run of its own: copying the bytes costs the writer, not Redis, but it is kept out of the timed runs.
+    const captured = path.join(options.work, "changes.resp");
+    options.log("ceiling: capturing what relgraph ingest sends …");
+    await restore();
+    await ingest(["--import", TEE], { RESP_TEE_PORT: String(port), RESP_TEE_FILE: captured });
+    const capturedBytes = (await stat(captured)).size;
+
+    const trials: CeilingResult["trials"] = [];
+    let replayErrors = 0;
+    for (let trial = 1; trial <= options.trials; trial++) {
+      await restore();
+      const ingestRun = await timed(() => ingest([], {}));
+      await restore();
+      const replayRun = await timed(async () => {
+        replayErrors = await replay(port, captured);
+      });
+      trials.push({ ingest: ingestRun, replay: replayRun });
+      options.log(
+        `ceiling: trial ${trial}: relgraph ingest ${ingestRun.seconds.toFixed(2)} s (Redis CPU ${ingestRun.redisCpuSeconds.toFixed(2)} s), ` +
+          `replay ${replayRun.seconds.toFixed(2)} s (Redis CPU ${replayRun.redisCpuSeconds.toFixed(2)} s)`,
+      );
+    }
+    const digests = trials.flatMap(({ ingest: i, replay: r }) => [i.digest, r.digest]);
+    return {
+      records: lines.length,
+      capturedBytes,
+      replayErrors,
+      trials,
+      sameState: options.digest ? digests.every((d) => d === digests[0]) : null,
+    };
+  } finally {
+    await redis.close();
+    await server.stop();
+  }
+}
+
+/**
+ * Sends a captured byte stream to Redis with `redis-cli --pipe`, which writes it as fast as Redis
+ * reads it and waits for every reply; resolves with the number of replies that were errors. It
+ * exits 1 when there were any: node-redis's CLIENT SETINFO is one on servers before 7.2.
+ */
+async function replay(port: number, file: string): Promise<number> {
+  const child = spawn("redis-cli", ["-p", String(port), "--pipe"], { stdio: ["pipe", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_096)));
+  child.stderr.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_096)));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", resolve);
+  });
+  await pipeline(createReadStream(file), child.stdin);
+  const code = await exited;
+  const summary = /errors: (\d+), replies: (\d+)/.exec(output);
+  if (!summary) throw new Error(`redis-cli --pipe exited (${code}) without reporting its replies: ${output.slice(-500)}`);
+  return Number(summary[1]);
+}
