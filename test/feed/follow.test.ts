@@ -88,6 +88,9 @@ describe("relgraph follow, its command line", () => {
     expect(await runFollow(["--batch", "0"], bad)).toBe(2);
     expect(await runFollow(["--from", "later"], bad)).toBe(2);
     expect(await runFollow(["--frobnicate"], bad)).toBe(2);
+    expect(await runFollow(["--linger", "-1"], bad)).toBe(2);
+    expect(await runFollow(["--linger", "1001"], bad)).toBe(2);
+    expect(bad.err()).toContain('--linger must be an integer from 0 to 1000 (ms), got "1001"');
     expect(bad.err()).toContain('Run "relgraph follow --help" for usage.');
     const saved = [process.env.REDIS_URL, process.env.REDIS_CLUSTER_NODES];
     delete process.env.REDIS_URL;
@@ -163,6 +166,33 @@ describe("relgraph follow on standalone Redis", () => {
     expect(await stop(follower)).toBe(0);
     expect(follower.stopped()).toMatchObject({ entries: 4, records: 5, rejected: 6 });
     expect(follower.logs.some((line) => line.msg === "progress" && typeof line.recordsPerSecond === "number" && line.lag === 0)).toBe(true);
+  });
+
+  it("--linger sets how long a unit waits for more entries on a busy stream: with 0, a steady flow's entries go one or two a unit", async () => {
+    /** Units applied (one XACK each) while 40 entries arrive about 20 ms apart. */
+    const unitsWith = async (linger: string): Promise<number> => {
+      await reset();
+      await redis.send(STREAM, ["XGROUP", "CREATE", STREAM, "relgraph", "0", "MKSTREAM"]);
+      const follower = follow(env, ["--consumer", `linger-${linger}`, "--linger", linger]);
+      await waitUntil("the follower is reading", () => follower.logs.some((line) => line.msg === "following"));
+      await redis.send(STREAM, ["CONFIG", "RESETSTAT"]);
+      const names = Array.from({ length: 40 }, (_, k) => `linger${linger}_${k}`);
+      for (const name of names) {
+        await add(redis, STREAM, record(user(name)));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await drained(redis, STREAM);
+      expect(await stop(follower)).toBe(0);
+      expect(await known(store, names)).toBe(40);
+      const stats = await redis.send<string>(STREAM, ["INFO", "commandstats"]);
+      return Number(/cmdstat_xack:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    };
+    const eager = await unitsWith("0");
+    const lingering = await unitsWith("300");
+    // Relative, so that a slow machine (larger units either way) does not fail it.
+    expect(eager).toBeGreaterThanOrEqual(10);
+    expect(lingering).toBeGreaterThan(0);
+    expect(lingering).toBeLessThan(eager / 2);
   });
 
   it("with --trim, deletes the entries every group has acknowledged, and none that a group still needs", async () => {
