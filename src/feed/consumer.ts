@@ -106,9 +106,9 @@ const BUSY_STREAM_MS = 100;
 /**
  * How long a unit on a busy stream waits for more entries. A unit costs about 25 round trips whatever
  * it holds (the write lease, the journal, the plan's reads, the acknowledgement): under the bench's
- * 1,000 changes/s in entries of 10, a follower lingering 25 ms applied about 32 units a second and
- * used 0.15–0.19 of a core; lingering 100 ms, about 9 units and 0.08–0.09 of a core, leaving the
- * rest to the readers on the same cores (bench/README.md, "The Redis ceiling"). The price is that an
+ * 1,000 changes/s in entries of 10, a follower lingering 25 ms applied about 62 units a second and
+ * used 0.15–0.19 of a core; lingering 100 ms, about 18 units and 0.08–0.09 of a core, leaving the
+ * rest to the readers on the same cores (bench/README.md, "A longer linger"). The price is that an
  * entry arriving during a steady flow waits up to this long more; one on a quiet stream waits not at all.
  */
 export const DEFAULT_LINGER_MS = 100;
