@@ -53,8 +53,9 @@ export interface CeilingRun {
 /** What measureRedisCeiling found. */
 export interface CeilingResult {
   records: number;
-  /** Bytes relgraph wrote to Redis, and commands among them that Redis answered with an error. */
+  /** Bytes relgraph wrote to Redis. */
   capturedBytes: number;
+  /** Replies of the last replay that were errors. */
   replayErrors: number;
   /** Per trial, relgraph ingest and then the replay of its bytes, each from the same stored graph. */
   trials: { ingest: CeilingRun; replay: CeilingRun }[];
