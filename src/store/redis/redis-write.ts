@@ -39,11 +39,6 @@ const ARGS_PER_SEND = 50_000;
 
 const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
-// One function per family of per-user keys, for KeyedCommands.addFor.
-const friendsKey = USER_SETS.friends.key;
-const followingKey = USER_SETS.following.key;
-const followersKey = USER_SETS.followers.key;
-
 /**
  * One unit of changes, planned from the state before it: every command it sends is absolute (a
  * value to set, a member to add or remove), fixed at planning time, so that applying the unit again
@@ -437,8 +432,8 @@ async function storedEdgeDeletes(
 ): Promise<{ friendDeletes: FriendColumns; followDeletes: FollowColumns }> {
   const { friendDeletes: friends, followDeletes: follows } = relations;
   const [friendsKept, followsKept] = await Promise.all([
-    storedPairs(redis, friends.a, friends.b, relations.friendDeletesCancelling, deleteIds, friendsKey),
-    storedPairs(redis, follows.from, follows.to, relations.followDeletesCancelling, deleteIds, followingKey),
+    storedPairs(redis, friends.a, friends.b, relations.friendDeletesCancelling, deleteIds, USER_SETS.friends.key),
+    storedPairs(redis, follows.from, follows.to, relations.followDeletesCancelling, deleteIds, USER_SETS.following.key),
   ]);
   return {
     friendDeletes: friendsKept ? new FriendColumns(friends.names, friendsKept.first, friendsKept.second, [""], new Uint32Array(friendsKept.first.length)) : friends,
