@@ -17,7 +17,7 @@ import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js"
 import { PAGE_SIZE, planOp } from "./measurements/ops.js";
 import { freePort, installCleanup, run, start, stopAll, type Managed } from "./processes/processes.js";
 import { measureRedisMemory, type RedisMemory } from "./processes/redis-memory.js";
-import { awaitKeyspaceRehash } from "./processes/redis-rehash.js";
+import { awaitKeyspaceRehash, REHASH_TIMEOUT_MS } from "./processes/redis-rehash.js";
 import { evaluateTargets, ratiosOf, renderReport, sharedCoresNote, type Ingestion } from "./report.js";
 import { createConnectClient, createGrpcClient, GRPC_CHANNELS } from "./load/rpc-clients.js";
 import { signAuthorizations } from "./workload/siwe-auth.js";
@@ -29,8 +29,6 @@ import { signAuthorizations } from "./workload/siwe-auth.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const PEER = fileURLToPath(new URL("./processes/peer-server.js", import.meta.url));
-/** How long the bench waits for Redis to end the keyspace rehash a load leaves (seconds at hz 500; 90 s at the default hz 10). */
-const REHASH_TIMEOUT_MS = 120_000;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { pipeline } from "node:stream/promises";
 import { createClient } from "redis";
 import { cpuSeconds, freePort, run, start } from "../processes/processes.js";
-import { awaitKeyspaceRehash } from "../processes/redis-rehash.js";
+import { awaitKeyspaceRehash, REHASH_TIMEOUT_MS } from "../processes/redis-rehash.js";
 import { BENCH_DATASET, createDataset, loadHeapFlags } from "../workload/dataset.js";
 import { throughputChanges } from "./living.js";
 
@@ -24,10 +24,6 @@ import { throughputChanges } from "./living.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const TEE = fileURLToPath(new URL("../tools/resp-tee.js", import.meta.url));
-/** The keyspace of the large dataset takes ~90 s to settle at the default tick rate; seconds at hz 500. */
-const REHASH_TIMEOUT_MS = 120_000;
-/** The seed the bench's throughput runs use by default. */
-const DEFAULT_SEED = "bench";
 
 /** Options of measureRedisCeiling. */
 export interface CeilingOptions {
@@ -36,7 +32,8 @@ export interface CeilingOptions {
   trials: number;
   /** A directory for the dataset, the change records, the capture and the saved store. */
   work: string;
-  seed?: string;
+  /** The dataset's seed; the change records' derive from it as the bench's do. */
+  seed: string;
   /** Also compare DEBUG DIGEST after each run with the first ingest's (slow: tens of seconds on the large store). */
   digest?: boolean;
   log(line: string): void;
@@ -65,7 +62,7 @@ export interface CeilingResult {
 
 /** Generates the bench's dataset and change records, loads the dataset into a private redis-server, and times ingest against replay. */
 export async function measureRedisCeiling(options: CeilingOptions): Promise<CeilingResult> {
-  const seed = options.seed ?? DEFAULT_SEED;
+  const { seed } = options;
   options.log(`ceiling: generating ${options.users.toLocaleString("en-US")} users (seed "${seed}") …`);
   const dataset = await createDataset({ users: options.users, seed, file: path.join(options.work, "dataset.jsonl"), ...BENCH_DATASET });
   const spare = new Set(dataset.wallets.map((wallet) => wallet.relationId));

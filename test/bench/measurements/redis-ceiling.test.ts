@@ -26,7 +26,7 @@ describe("measureRedisCeiling", () => {
 
   it("replays what relgraph ingest sent into the same store, and times both from the same start", async () => {
     const lines: string[] = [];
-    const result = await bench.measureRedisCeiling({ users: 2_000, changeRecords: 5_000, trials: 2, work, digest: true, log: (line) => lines.push(line) });
+    const result = await bench.measureRedisCeiling({ users: 2_000, changeRecords: 5_000, trials: 2, seed: "bench", work, digest: true, log: (line) => lines.push(line) });
     expect(result.records).toBe(5_000);
     expect(result.sameState).toBe(true);
     // Only node-redis's CLIENT SETINFO may fail, and only on servers before 7.2: one per connection.
