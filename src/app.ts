@@ -49,7 +49,7 @@ export interface AppOptions {
   maxRequestBytes: number;
   /**
    * Served at GET /metrics. RelationService calls are counted by their status code (0 is OK) both
-   * ways: here through rpc/call-metrics.ts, on the fast paths in fast/unary-call.ts. Every other
+   * ways: here through rpc/call-metrics.ts, on the fast paths in rpc/unary/unary-call.ts. Every other
    * request Fastify answers is counted by its HTTP status.
    */
   metrics?: RelgraphMetrics;

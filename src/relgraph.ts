@@ -9,7 +9,8 @@ import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encrypt
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { readPublicKeyNetwork } from "./crypto/key-network-file.js";
 import { createCursorCodec } from "./domain/cursor.js";
-import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries } from "./graph/queries.js";
+import { GraphQueries } from "./graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS } from "./domain/recommendation-limits.js";
 import { createRelationService } from "./rpc/relation-service.js";
 import { createMetrics, registerCacheMetrics, withStoreMetrics } from "./metrics/metrics.js";
 import { createServer } from "./server.js";

@@ -3,13 +3,17 @@ import { RelationService } from "../gen/relgraph/v1/relation_service_pb.js";
 import { stdSerializers } from "pino";
 import { relgraphApp, type AppOptions } from "./app.js";
 import { redactUrlsDeep } from "./config/redact.js";
-import { installFastPaths, type FastClaims } from "./fast/index.js";
 import { InvalidArgumentError } from "./domain/errors.js";
 import { parseQuery } from "./rest/codec.js";
+import { createRestH2cHandler } from "./rest/h2c-handler.js";
+import { createConnectUnaryHandler } from "./rpc/unary/connect-handler.js";
+import { createGrpcUnaryHandler } from "./rpc/unary/grpc-handler.js";
+import { createUnaryCaller } from "./rpc/unary/unary-call.js";
+import { useFastUtf8Encoding } from "./transport/utf8-encoding.js";
 import { refusal, REST_CONTENT_TYPE } from "./rest/facade.js";
 import { answerClientError } from "./transport/client-errors.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "./transport/request-id.js";
-import { createOnePortServer, type SlowClientLimits, type OnePortHandler } from "./transport/one-port.js";
+import { createOnePortServer, type Http2StreamClaim, type OnePortHandler, type RequestClaim, type SlowClientLimits } from "./transport/one-port.js";
 
 /** Options of createServer. */
 export interface ServerOptions {
@@ -19,8 +23,17 @@ export interface ServerOptions {
   closeGraceMs?: number;
   /** Timeouts and HTTP/2 stream limits against slow clients; the transport's defaults otherwise. */
   limits?: Partial<SlowClientLimits>;
-  /** FAST_PATHS: serve unary gRPC and Connect calls through the speed layer (fast/); false leaves every call to connect-es. Default true. */
+  /**
+   * FAST_PATHS: serve unary gRPC and Connect calls below Fastify (rpc/unary/), and REST GETs over h2c
+   * off the stream (rest/h2c-handler.ts); false leaves every call to connect-es and Fastify. Default true.
+   */
   fastPaths?: boolean;
+}
+
+/** What the one-port server offers each request before Fastify, with the fast paths on (transport/one-port.ts). */
+interface FastPathClaims {
+  claimStream: Http2StreamClaim;
+  claimRequest: RequestClaim;
 }
 
 /** Query parameters that are credentials: a SIWE authorization stays valid until it expires. */
@@ -45,10 +58,10 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
             cause: (cause: unknown) => redactUrlsDeep(cause instanceof Error ? stdSerializers.err(cause) : cause),
           },
         };
-  // With the speed layer, unary gRPC and Connect calls are served below Fastify (fast/unary-call.ts
+  // With the fast paths, unary gRPC and Connect calls are served below Fastify (rpc/unary/unary-call.ts
   // says why). They log through Fastify's logger, which exists only once Fastify has called the
   // server factory: the claims are installed after it.
-  let fast: FastClaims | null = null;
+  let fast: FastPathClaims | null = null;
   const server = Fastify({
     logger,
     // Fastify's handler serves HTTP/2 compatibility requests as well as HTTP/1.1 ones.
@@ -84,16 +97,28 @@ export async function createServer(app: AppOptions, options: ServerOptions): Pro
     done();
   });
   if (options.fastPaths !== false) {
-    fast = installFastPaths({
+    // protobuf-es then encodes strings without TextEncoder, process-wide (the same bytes).
+    useFastUtf8Encoding();
+    const caller = createUnaryCaller({
       service: RelationService,
       impl: app.service,
       gate: app.gate,
       log: server.log,
       maxRequestBytes: app.maxRequestBytes,
       observe: app.metrics?.observeRequest,
-      // With CORS_ORIGINS set, @fastify/cors adds its headers to every answer: REST stays on Fastify then.
-      rest: (app.corsOrigins ?? []).length === 0 ? { service: app.service, gate: app.gate } : undefined,
     });
+    const grpc = createGrpcUnaryHandler(caller);
+    const connect = createConnectUnaryHandler(caller);
+    // With CORS_ORIGINS set, @fastify/cors adds its headers to every answer: REST stays on Fastify then.
+    const rest =
+      (app.corsOrigins ?? []).length === 0
+        ? createRestH2cHandler({ service: app.service, gate: app.gate, log: server.log, observe: app.metrics?.observeRequest })
+        : null;
+    fast = {
+      claimStream: rest === null ? grpc : (stream, headers) => grpc(stream, headers) || rest(stream, headers),
+      // A browser's request (it names its Origin) goes through Fastify, whose CORS hooks answer it.
+      claimRequest: (req, res) => req.headers.origin === undefined && connect(req, res),
+    };
   }
   await server.register(relgraphApp, app);
   return server;

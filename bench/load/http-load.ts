@@ -1,13 +1,8 @@
 import autocannon from "autocannon";
-import { createHttpPacerClient } from "./http-pacer.js";
+import { createHttpPacerClient, type HttpRequest } from "./http-pacer.js";
 import { openLoop, type LoadResult } from "./load.js";
 
-/** One HTTP request of a measurement: a REST GET, or a POST such as a Connect unary call. */
-export interface HttpRequest {
-  method: "GET" | "POST";
-  path: string;
-  body?: Buffer;
-}
+export type { HttpRequest } from "./http-pacer.js";
 
 /** What an HTTP measurement sends: requests, cycled, with the same headers. */
 export interface HttpTarget {

@@ -1,5 +1,4 @@
 import net from "node:net";
-import type { HttpRequest } from "./http-load.js";
 
 /*
  * A minimal HTTP/1.1 keep-alive client for the paced open loop. node:http costs the load generator
@@ -9,6 +8,13 @@ import type { HttpRequest } from "./http-load.js";
  * Requests are encoded once and reused, bodies included (Connect unary POSTs).
  * One request per connection at a time; requests beyond the pool wait in a FIFO.
  */
+
+/** One HTTP request of a measurement: a REST GET, or a POST such as a Connect unary call. */
+export interface HttpRequest {
+  method: "GET" | "POST";
+  path: string;
+  body?: Buffer;
+}
 
 /** Requests over a bounded pool of keep-alive connections. */
 export interface HttpPacerClient {

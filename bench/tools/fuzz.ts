@@ -495,7 +495,7 @@ const USAGE = `npm run fuzz [-- OPTIONS]: generated requests over every protocol
   --runs N              requests to send (default 100000)
   --seed S              fast-check seed (default 20261125)
   --concurrency C       requests in flight (default 16)
-  --fast-paths on|off   serve with or without the speed layer (default: FAST_PATHS, else on)`;
+  --fast-paths on|off   serve with or without the fast paths (default: FAST_PATHS, else on)`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

@@ -4,7 +4,6 @@ import { loadDemoDataset } from "../ingest/demo.js";
 import { IngestValidationError, ingestFiles } from "../ingest/ingest.js";
 import { createRelgraph } from "../relgraph.js";
 import { closeOnSignals } from "../server.js";
-import { storeConnections } from "../fast/store-connections.js";
 import { createStore } from "../store/index.js";
 
 const HELP = `Usage: relgraph serve [--port P] [--data FILE.jsonl ...]
@@ -57,8 +56,7 @@ export async function runServe(argv: string[], io: ServeIo): Promise<number> {
     return 2;
   }
 
-  // The speed layer's connections (FAST_PATHS); server.ts installs its protocol paths.
-  const store = await createStore(config, { ownConnections: storeConnections(config) });
+  const store = await createStore(config);
   const say = (line: string) => io.stdout.write(`${line}\n`);
   const embedded = store.engine === "memory";
   if (!embedded && values.data.length > 0) {

@@ -1,5 +1,5 @@
 import { parseCursorKey } from "../domain/cursor.js";
-import { DEFAULT_RECOMMENDATION_LIMITS } from "../graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS } from "../domain/recommendation-limits.js";
 import { redactUrl } from "./redact.js";
 
 /**
@@ -69,7 +69,7 @@ export interface Config {
   recommendSnapshotsPerUser: number;
   /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most 24 KB); a new chain past it is refused with 10110. */
   recommendSnapshotLimit: number;
-  /** FAST_PATHS: "off" sends every request through connect-es and node-redis, without the speed layer (src/fast/). */
+  /** FAST_PATHS: "off" sends every request through connect-es and node-redis, without the fast paths (rpc/unary/, rest/h2c-handler.ts, store/redis/resp/). */
   fastPaths: boolean;
 }
 

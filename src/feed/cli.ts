@@ -5,7 +5,6 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "../config/config.js";
 import type { CliIo } from "../ingest/cli.js";
-import { storeConnections } from "../fast/store-connections.js";
 import { createStore, engineName } from "../store/index.js";
 import { createFeedMetrics } from "../metrics/metrics.js";
 import { createFeedConsumer, DEFAULT_LINGER_MS, type FeedConsumer, type FeedProgress } from "./consumer.js";
@@ -130,7 +129,7 @@ export async function runFollow(argv: string[], io: CliIo): Promise<number> {
   let store;
   try {
     // The feed reads only to validate, in bulk: read caches would only hear of every key it writes.
-    store = await createStore(config, { readCaches: false, ownConnections: storeConnections(config) });
+    store = await createStore(config, { readCaches: false });
   } catch (error) {
     io.stderr.write(`relgraph follow: cannot open the store: ${describe(error)}\n`);
     return 1;

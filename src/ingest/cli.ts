@@ -3,7 +3,6 @@ import { createWriteStream } from "node:fs";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.js";
-import { storeConnections } from "../fast/store-connections.js";
 import { createStore } from "../store/index.js";
 import { DEMO_DATASET } from "./demo.js";
 import { STDIN, ingestFiles, type IngestProgress } from "./ingest.js";
@@ -87,7 +86,7 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
   let store;
   try {
     // A load reads only to validate, in bulk: read caches would only hear of every key it writes.
-    store = await createStore(config, { readCaches: false, ownConnections: storeConnections(config) });
+    store = await createStore(config, { readCaches: false });
   } catch (error) {
     io.stderr.write(`relgraph ingest: cannot open the store: ${describe(error)}\n`);
     return 1;

@@ -1,5 +1,4 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
-import type { FeedStats } from "../feed/consumer.js";
 import type { CacheStats, GraphStore } from "../store/store.js";
 import { keyedCounter, keyedHistogram } from "./keyed-series.js";
 
@@ -107,10 +106,13 @@ export function registerCacheMetrics(metrics: RelgraphMetrics, stats: () => Cach
   });
 }
 
+/** The change-feed consumer's counters since it started that its metrics report (feed/consumer.ts's FeedStats holds them). */
+export type FeedCounters = Record<"entries" | "records" | "rejected" | "claimed", number>;
+
 /** Where `relgraph follow` stands, as its metrics read it at each scrape. */
 export interface FeedMetricsSource {
   /** The consumer's counters. */
-  stats(): FeedStats;
+  stats(): FeedCounters;
   /** The stream's lag now: entries not yet delivered and not yet acknowledged, and the XADD time (ms) of the oldest one not applied; null when the group does not exist. */
   lag(): Promise<{ undelivered: number | null; pending: number; oldestUnappliedMs: number | null } | null>;
 }
@@ -152,7 +154,7 @@ export function createFeedMetrics(source: FeedMetricsSource): Registry {
       if (last?.undelivered != null) this.set({ state: "undelivered" }, last.undelivered);
     },
   });
-  const counters: [string, string, keyof FeedStats][] = [
+  const counters: [string, string, keyof FeedCounters][] = [
     ["relgraph_change_feed_entries_total", "Stream entries applied and acknowledged by this consumer.", "entries"],
     ["relgraph_change_feed_records_total", "Records of the entries this consumer applied.", "records"],
     ["relgraph_change_feed_rejected_total", "Entries this consumer sent to the rejected stream.", "rejected"],
@@ -165,7 +167,7 @@ export function createFeedMetrics(source: FeedMetricsSource): Registry {
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(source.stats()[field] as number);
+        this.inc(source.stats()[field]);
       },
     });
   }

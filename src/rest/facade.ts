@@ -91,7 +91,7 @@ export const REST_ANSWER_HEADERS: Readonly<Record<string, string>> = Object.free
 
 /**
  * One REST answer, whoever writes it: Fastify (restFacade below) or the h2c fast path
- * (fast/protocol-rest/), so that both send the same status, headers and bytes.
+ * (h2c-handler.ts), so that both send the same status, headers and bytes.
  */
 export interface RestAnswer {
   status: number;

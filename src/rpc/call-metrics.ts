@@ -8,7 +8,7 @@ export type ObserveCall = (operation: string, protocol: string, code: string, se
 
 /**
  * The handler, counting each call by the status code it answers, as the fast paths count theirs
- * (fast/unary-call.ts). Fastify sees only the HTTP status, which for gRPC and gRPC-Web is 200
+ * (unary/unary-call.ts). Fastify sees only the HTTP status, which for gRPC and gRPC-Web is 200
  * whatever the call's outcome: the code is read from the answer itself, in each protocol's form.
  * Replies here are unary and at most tens of KB, so a body read whole to find its code costs little.
  */
@@ -21,7 +21,7 @@ export function withCallMetrics(handler: UniversalHandler, observe: ObserveCall)
       // connect-es answers failures as responses; a throw is a fault of the server's, left to Fastify.
       const outcome = await outcomeOf(await handler(request), protocol);
       // A client that hung up mid-request leaves connect-es an unreadable body, which it answers
-      // INTERNAL to nobody: the call ended CANCELLED, as the fast paths count it (fast/unary-call.ts).
+      // INTERNAL to nobody: the call ended CANCELLED, as the fast paths count it (unary/unary-call.ts).
       code = request.signal.aborted ? Code.Canceled : outcome.code;
       return outcome.answer;
     } finally {

@@ -25,7 +25,7 @@ export function createErrorInterceptor(log: ErrorLogger): Interceptor {
     try {
       return await next(req);
     } catch (err) {
-      // A deadline the client set is the client's, as on the fast paths (fast/unary-call.ts).
+      // A deadline the client set is the client's, as on the fast paths (unary/unary-call.ts).
       if (err instanceof ConnectError && err.code === Code.DeadlineExceeded) throw err;
       throw toConnectError(err, log);
     }

@@ -15,6 +15,7 @@ import { protocolOfContentType, type ObserveCall } from "./call-metrics.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
 import { encodeGrpcMessage, respondGrpcError } from "../transport/grpc-message.js";
 import { endUnreadRequest } from "../transport/unread-body.js";
+import { headerValue } from "../transport/header-value.js";
 
 /*
  * What connect-es reads, it reads before any interceptor runs: a call's ApiKey interceptor saw the
@@ -131,9 +132,4 @@ export function cappedCompressions(maxBytes: number, log: ErrorLogger): Compress
     },
   });
   return [capped("gzip", gunzip, (b) => gzip(b)), capped("br", brotliDecompress, (b) => brotliCompress(b))];
-}
-
-/** The first value of a header. */
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -1,9 +1,55 @@
 import { foldSocialUsername } from "../domain/identity.js";
-import type { IdentityKind } from "../domain/model.js";
-import type { BatchDeletes, IngestBatch, UserInput } from "./store.js";
+import type { IdentityKind, UserRecord } from "../domain/model.js";
 import { TextIndex } from "./text-index.js";
 
 /* Pure helpers over ingest batches, shared by every engine so that they agree on the details. */
+
+/** A user record as ingested, before it has an id. Addresses are lowercase; the social username keeps its case. */
+export type UserInput = Omit<UserRecord, "id">;
+
+/** The edges a batch deletes; deleting an edge that is not stored is not an error. */
+export interface BatchDeletes {
+  /** Friend pairs, in either order. */
+  /** An array, or typed columns (below; their descriptions are ignored) as the validator hands them. */
+  friends: { a: string; b: string }[] | FriendColumns;
+  /**
+   * A hint, by position in `friends`: 1 where the load upserted the same pair before deleting it. Such a
+   * delete cancels the load's own upsert, so the pair may well not be stored: an engine may look before
+   * it removes (the redis engine does). It never changes what the batch means.
+   */
+  friendsCancellingUpserts?: Uint8Array;
+  follows: FollowRecord[] | FollowColumns;
+  /** The same hint for `follows`: 1 where the load followed before it unfollowed. */
+  followsCancellingUpserts?: Uint8Array;
+  interactions: { address: string; contract: string }[];
+  nfts: { address: string; contract: string }[];
+}
+
+/**
+ * One validated load, as its net effect: at most one change per thing (the validator applied the
+ * load's order). Relations refer to users by relationId; every relationId an upsert names is either
+ * in `users` or stored and not erased (the validator checked). Addresses are lowercase.
+ *
+ * Engines apply it in this order: erasures, users, deletes, upserts of relations, releases.
+ */
+export interface IngestBatch {
+  /**
+   * Users erased first: record, identities, every edge touching them, the releases naming them, the
+   * interaction and nft records of their addresses, and their recommendation snapshots. A relationId
+   * also in `users` is defined again afresh. Unknown relationIds are ignored.
+   */
+  erasures?: readonly string[];
+  /** Users upserted: each replaces the stored record; identities it no longer lists are detached. */
+  users: UserInput[];
+  /** An array, or typed columns (below) that iterate as the same records: what large loads use. */
+  friends: FriendRecord[] | FriendColumns;
+  follows: FollowRecord[] | FollowColumns;
+  interactions: { address: string; contract: string }[];
+  nfts: { address: string; contract: string }[];
+  /** Each replaces the user's whole release; `[]` withdraws it. */
+  releases: { relationId: string; peers: "*" | string[] }[];
+  deletes?: BatchDeletes;
+}
 
 /** Number of records in a batch, the unit of write progress for every engine. */
 export function recordCount(batch: IngestBatch): number {

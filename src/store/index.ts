@@ -2,7 +2,6 @@ import type { Config } from "../config/config.js";
 import { createCachedStore } from "./cache/cached-store.js";
 import { createMemoryStore } from "./memory/memory-store.js";
 import { createRedisStore } from "./redis/redis-store.js";
-import type { OwnConnections } from "./redis/own-connections.js";
 import type { ChangeNotifier, GraphStore } from "./store.js";
 
 export type { GraphStore } from "./store.js";
@@ -13,7 +12,7 @@ export { UnknownRelationIdError } from "./batch.js";
 export { PagingStateFullError } from "./store.js";
 
 /** The configuration a store engine is chosen and opened from. */
-export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs">>;
+export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs" | "fastPaths">>;
 
 /**
  * Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer.
@@ -29,8 +28,6 @@ export interface OpenOptions {
    * follow`. Default true.
    */
   readCaches?: boolean;
-  /** The redis engine's own connections for set reads and bulk writes (the speed layer's, fast/); node-redis otherwise. */
-  ownConnections?: OwnConnections;
 }
 
 /** The engines, by registered name. */
@@ -39,7 +36,7 @@ export const ENGINES: Readonly<Record<string, EngineFactory>> = {
   redis: (config, options) =>
     createRedisStore(
       { url: config.redisUrl ?? "" },
-      { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false, ownConnections: options.ownConnections },
+      { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false, fastPaths: config.fastPaths === true },
     ),
   "redis-cluster": (config, options) =>
     createRedisStore({ clusterNodes: config.redisClusterNodes }, { leaseMs: config.writeLeaseMs, tracking: options.readCaches !== false }),

@@ -9,7 +9,7 @@ const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M
  * Rewrites a deadline header (gRPC and gRPC-Web's grpc-timeout, Connect's connect-timeout-ms) that
  * is longer than Node's timers can hold to the longest they can. connect-es arms a timer with the
  * client's deadline as given, and Node fires one of 2^31 ms or more after 1 ms, failing the call at
- * once (issue 15, item 12). The fast paths clamp when they arm theirs (fast/unary-call.ts, rpc/interceptors.ts); this covers
+ * once. The fast paths clamp when they arm theirs (rpc/unary/unary-call.ts, rpc/interceptors.ts); this covers
  * the calls connect-es serves. Malformed values are left for connect-es to refuse.
  */
 export function clampDeadlineHeaders(headers: IncomingHttpHeaders): void {

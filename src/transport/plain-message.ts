@@ -1,7 +1,7 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 
 /*
- * relgraph's hand-rolled encoders (contract-json.ts, fast/protobuf/binary.ts) walk a message's descriptor directly instead
+ * relgraph's hand-rolled encoders (contract-json.ts, protobuf-binary.ts) walk a message's descriptor directly instead
  * of going through protobuf-es's generic reflection, which profiles showed to be a large share of a
  * request. They handle only "plain" messages, whose every field is of a kind they know; any other
  * message takes protobuf-es's own path, so a new field of another kind stays correct, just slower.

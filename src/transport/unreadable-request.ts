@@ -5,8 +5,8 @@ import { tooLarge } from "./errors.js";
 
 /*
  * What relgraph tells a client whose RPC request it cannot read: the envelope, the message or a
- * protocol header is malformed. Two readers meet such requests, the speed layer (fast/) and
- * connect-es (FAST_PATHS=off, and every request the speed layer leaves to it), and the client is
+ * protocol header is malformed. Two readers meet such requests, the fast paths (rpc/unary/) and
+ * connect-es (FAST_PATHS=off, and every request the fast paths leave to it), and the client is
  * told the same thing, in the contract's code 11600, whichever read it.
  */
 
@@ -34,7 +34,7 @@ export interface RefusalContext {
  * null for what is no refusal of the request (a deadline, a cancelled call), which stays as it is.
  * Anything unrecognised is the client's mistake too (11600), in connect-es's words, except INTERNAL,
  * which stays an internal error (50000). Pinned to connect-es 2.1.2's messages; the differential
- * test (test/fast/differential.test.ts) notices when they change.
+ * test (test/server/differential.test.ts) notices when they change.
  */
 export function translateConnectEsRefusal(code: Code, message: string, context: RefusalContext): RelgraphError | Error | null {
   if (code === Code.DeadlineExceeded || code === Code.Canceled || code === Code.Aborted) return null;

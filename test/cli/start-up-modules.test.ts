@@ -46,7 +46,7 @@ describe("what the writing commands load at start-up", () => {
     // The hook works: the command's own module and the store are there.
     expect(modules.some((url) => url.endsWith("/dist/src/store/redis/redis-write.js"))).toBe(true);
     const unneeded = modules.filter(
-      (url) => /\/node_modules\/@(bufbuild|connectrpc)\//.test(url) || /\/node_modules\/ethers\//.test(url) || url.includes("/dist/src/fast/protocol-"),
+      (url) => /\/node_modules\/@(bufbuild|connectrpc)\//.test(url) || /\/node_modules\/ethers\//.test(url) || url.includes("/dist/src/rpc/unary/") || url.includes("/dist/src/rest/h2c-handler"),
     );
     expect(unneeded).toEqual([]);
   });

@@ -25,12 +25,12 @@ describe("URL redaction", () => {
   it("keeps a stack's file:// frames readable, and still redacts a URL beside them", () => {
     const stack = [
       "Error: connect ECONNREFUSED redis://user:s3cret@127.0.0.1:9",
-      "    at RedisConnection.open (file:///srv/relgraph/dist/src/store/redis/own-connections.js:42:17)",
+      "    at RedisConnection.open (file:///srv/relgraph/dist/src/store/redis/resp/socket.js:42:17)",
       "    at file:///srv/relgraph/dist/src/cli/serve.js:88:5",
     ].join("\n");
     const redacted = redactUrlsIn(stack);
     expect(redacted).not.toContain("s3cret");
-    expect(redacted).toContain("(file:///srv/relgraph/dist/src/store/redis/own-connections.js:42:17)");
+    expect(redacted).toContain("(file:///srv/relgraph/dist/src/store/redis/resp/socket.js:42:17)");
     expect(redacted).toContain("at file:///srv/relgraph/dist/src/cli/serve.js:88:5");
   });
 

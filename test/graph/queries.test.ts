@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createCursorCodec } from "../../src/domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../../src/domain/errors.js";
-import { DEFAULT_RECOMMENDATION_LIMITS, GraphQueries, type RecommendationLimits } from "../../src/graph/queries.js";
+import { GraphQueries } from "../../src/graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../src/domain/recommendation-limits.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { describeCandidate, occurrenceWeight, SIGNALS } from "../../src/domain/recommend.js";

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { respConnections } from "../../src/fast/index.js";
 import { createStore } from "../../src/store/index.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
@@ -34,8 +33,8 @@ describe.each(SERVING_WAYS)("a hung Redis ($name)", ({ env, fastPaths }) => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    // The speed layer's set reader has a connection of its own, and a stall breaker of its own.
-    const store = await createStore({ redisUrl: redis.url, redisClusterNodes: [] }, { ownConnections: fastPaths ? respConnections : undefined });
+    // The engine's own RESP set reader (FAST_PATHS) has a connection of its own, and a stall breaker of its own.
+    const store = await createStore({ redisUrl: redis.url, redisClusterNodes: [], fastPaths });
     server = await startRelgraph({ store, records: fixtureRecords(), env });
   });
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { closeH2c, connectH2c } from "./http.js";
  * No /api/v1/ answer may be kept by a shared cache in front of relgraph (a CDN, a corporate proxy):
  * it would answer the next asker of the same URL without their ApiKey, and keep showing a user after
  * their erasure, or a relation after its release was withdrawn. Every answer, success or refusal, on
- * HTTP/1.1 and h2c (served off the stream by the speed layer), says `Cache-Control: no-store`.
+ * HTTP/1.1 and h2c (served off the stream by rest/h2c-handler.ts), says `Cache-Control: no-store`.
  */
 
 const MUTUAL_FRIEND = `/api/v1/mutualFriend?address=${addr("alice")},${addr("bob")}&limit=2`;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_RECOMMENDATION_LIMITS } from "../../src/graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS } from "../../src/domain/recommendation-limits.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { generateRecords } from "../../src/ingest/generate.js";
 import { EXPECTED, addr, fixtureRecords, userInfoJson } from "../support/fixtures.js";

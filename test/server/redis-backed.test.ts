@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { generateRecords } from "../../src/ingest/generate.js";
-import { respConnections } from "../../src/fast/index.js";
 import { createStore } from "../../src/store/index.js";
-import type { OwnConnections } from "../../src/store/redis/own-connections.js";
 import { EXPECTED, addr, fixtureRecords, userInfoJson } from "../support/fixtures.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
@@ -66,17 +64,17 @@ afterAll(async () => {
   await memory?.close();
 });
 
-type Backend = { stop(): Promise<void>; config: { redisUrl: string | null; redisClusterNodes: string[] }; ownConnections?: OwnConnections };
+type Backend = { stop(): Promise<void>; config: { redisUrl: string | null; redisClusterNodes: string[]; fastPaths?: boolean } };
 
-const standalone = async (ownConnections?: OwnConnections): Promise<Backend> => {
+const standalone = async (fastPaths: boolean): Promise<Backend> => {
   const redis: TestRedisServer = await startRedisServer();
-  return { stop: () => redis.stop(), config: { redisUrl: redis.url, redisClusterNodes: [] }, ownConnections };
+  return { stop: () => redis.stop(), config: { redisUrl: redis.url, redisClusterNodes: [], fastPaths } };
 };
 
-// A standalone server is read through node-redis (FAST_PATHS=off) or the speed layer's own connections.
+// A standalone server is read through node-redis (FAST_PATHS=off) or the engine's own RESP sockets.
 const engines: { name: string; start: () => Promise<Backend> }[] = [
-  { name: "standalone redis-server (FAST_PATHS=off)", start: () => standalone() },
-  { name: "standalone redis-server (FAST_PATHS=on)", start: () => standalone(respConnections) },
+  { name: "standalone redis-server (FAST_PATHS=off)", start: () => standalone(false) },
+  { name: "standalone redis-server (FAST_PATHS=on)", start: () => standalone(true) },
   {
     name: "3-master Redis Cluster",
     start: async () => {
@@ -92,7 +90,7 @@ describe.each(engines)("REST over a $name store", ({ start }) => {
 
   beforeAll(async () => {
     backend = await start();
-    const store = await createStore(backend.config, { ownConnections: backend.ownConnections });
+    const store = await createStore(backend.config);
     server = await startRelgraph({ store, records, env });
   });
   afterAll(async () => {

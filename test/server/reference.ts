@@ -1,5 +1,5 @@
 import { occurrenceWeight, SIGNALS } from "../../src/domain/recommend.js";
-import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../src/graph/queries.js";
+import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../src/domain/recommendation-limits.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 
 /*

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestRecords } from "../../src/ingest/ingest.js";
-import { respConnections } from "../../src/fast/store-connections.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import type { OwnConnections } from "../../src/store/redis/own-connections.js";
 import type { GraphStore } from "../../src/store/store.js";
 import { commandsDuring } from "../support/redis-monitor.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
@@ -78,15 +76,15 @@ const EXPECTED = {
   s6: { friends: [], descriptions: [] },
 };
 
-describe.each<{ name: string; own?: OwnConnections }>([
-  { name: "through node-redis" },
-  { name: "through the speed layer's own connections", own: respConnections },
-])("friend and follow deletes that cancel an upsert of the load, on a server, $name", ({ own }) => {
+describe.each<{ name: string; fastPaths: boolean }>([
+  { name: "through node-redis", fastPaths: false },
+  { name: "through the engine's own RESP sockets", fastPaths: true },
+])("friend and follow deletes that cancel an upsert of the load, on a server, $name", ({ fastPaths }) => {
   let server: TestRedisServer;
   let store: GraphStore;
   beforeAll(async () => {
     server = await startRedisServer();
-    store = await createRedisStore({ url: server.url }, { ownConnections: own });
+    store = await createRedisStore({ url: server.url }, { fastPaths });
     await ingestRecords(store, STORED);
   });
   afterAll(async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { encodeCommands } from "../../src/fast/resp/encoder.js";
+import { encodeCommands } from "../../src/store/redis/resp/encoder.js";
 import { GroupedMembers, type GroupedMembersOptions } from "../../src/store/redis/grouped-commands.js";
 import { FRIEND_DESCRIPTIONS, USER_SETS } from "../../src/store/redis/keys.js";
-import { BulkStrings, RespWindow } from "../../src/store/redis/resp-window.js";
-import { ARGS_PER_COMMAND } from "../../src/store/redis/set-reads.js";
+import { BulkStrings, CommandBuffer } from "../../src/store/redis/resp/command-buffer.js";
+import { ARGS_PER_COMMAND } from "../../src/store/redis/command-chunks.js";
 import { createPrng } from "../../src/ingest/prng.js";
 
 /** A group of `count` random members over `subjects` keys, with values for HSET. */
@@ -14,7 +14,7 @@ function randomGroup(seed: string, command: GroupedMembersOptions["command"], su
   const values = command === "HSET" ? Array.from({ length: 9 }, (_, i) => (i === 0 ? "" : i === 8 ? `${"long ".repeat(40)}✓` : `v${i} 🛡️`)) : undefined;
   const group = new GroupedMembers({
     command,
-    // Every fifth key is not ASCII: RespWindow writes the others byte by byte, these as UTF-8.
+    // Every fifth key is not ASCII: CommandBuffer writes the others byte by byte, these as UTF-8.
     keyOf: (subject) => (subject % 5 === 4 ? `clé:${subject}` : `k:${subject}`),
     subjects: { length: subjects },
     members,
@@ -29,7 +29,7 @@ function randomGroup(seed: string, command: GroupedMembersOptions["command"], su
 /** encodeInto's whole output, and the counts it yielded. */
 function encodeAll(group: GroupedMembers): { text: string; count: number; yielded: number[] } {
   // A small window, so that encoding grows it many times.
-  const window = new RespWindow(16);
+  const window = new CommandBuffer(16);
   const yielded = [...group.encodeInto(window)];
   const { bytes, count } = window.take();
   return { text: Buffer.from(bytes).toString("utf8"), count, yielded };
@@ -82,7 +82,7 @@ describe("GroupedMembers.encodeInto", () => {
     const groups = [randomGroup("a", "SADD", 20, 900, shared), randomGroup("b", "SREM", 20, 900, shared)];
     const expected = encodeCommands(groups.flatMap((group) => [...group.commands()]));
     const taken: Uint8Array[] = [];
-    const window = new RespWindow(64);
+    const window = new CommandBuffer(64);
     for (const group of groups) {
       for (const args of group.encodeInto(window)) {
         expect(args).toBeGreaterThan(0);
@@ -105,13 +105,13 @@ describe("GroupedMembers.encodeInto", () => {
   });
 });
 
-describe("RespWindow", () => {
-  it("appends commands of texts as the speed layer's encoder spells them: any length, count, or character", () => {
+describe("CommandBuffer", () => {
+  it("appends commands of texts as resp/encoder.ts spells them: any length, count, or character", () => {
     const rng = createPrng("resp-window");
     const pieces = ["a", "0", " ", "é", "✓", "🛡️", "\r\n", "rg:friends:"];
     const text = () => Array.from({ length: [0, 1, 9, 10, 99, 100, 1_000][rng.int(7)]! }, () => pieces[rng.int(rng.int(3) === 0 ? pieces.length : 3)]).join("");
     const commands = Array.from({ length: 300 }, () => Array.from({ length: 1 + [0, 2, 8, 9, 10, 120][rng.int(6)]! }, text));
-    const window = new RespWindow(8);
+    const window = new CommandBuffer(8);
     for (const command of commands) window.appendCommand(command);
     const { bytes, count } = window.take();
     expect(count).toBe(commands.length);
@@ -119,7 +119,7 @@ describe("RespWindow", () => {
   });
 
   it("appends a command whose last argument is bytes, any bytes, as RESP; take() hands them over and starts empty", () => {
-    const window = new RespWindow(8);
+    const window = new CommandBuffer(8);
     const value = Uint8Array.from({ length: 300 }, (_, i) => i % 256);
     window.appendCommandWithBytes(["SET", "kéy"], value);
     window.appendCommandWithBytes(["SET", "k2"], new Uint8Array(0));

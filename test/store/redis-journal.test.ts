@@ -1,6 +1,5 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { respConnections } from "../../src/fast/index.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
 import { connectRedis, type RedisConnection } from "../../src/store/redis/connection.js";
 import { loadJournal, saveJournal, type JournalPart } from "../../src/store/redis/journal.js";
@@ -86,7 +85,7 @@ async function snapshot(url: string): Promise<Record<string, unknown>> {
 async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: RedisConnection; url: string; close(): Promise<void> }> {
   const url = `${server.url}/${db}`;
   const store = await createRedisStore({ url });
-  const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+  const redis = await connectRedis({ url }, fastPaths);
   await redis.send(undefined, ["FLUSHDB"]);
   await writeBatch(redis, await validated(store, SEED));
   const changes = await validated(store, CHANGES);
@@ -102,7 +101,7 @@ async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: Red
       if (committed && windowsLeft-- <= 0) return Promise.reject(new Error("killed"));
       return redis.writeAll(commands);
     },
-    // The grouped edges go this way with the speed layer: they die alike.
+    // The grouped edges go this way with FAST_PATHS on: they die alike.
     writeEncoded:
       redis.writeEncoded &&
       ((commands) => {
@@ -125,7 +124,7 @@ async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: Red
 async function writtenWhole(db: number, fastPaths: boolean): Promise<string> {
   const url = `${server.url}/${db}`;
   const store = await createRedisStore({ url });
-  const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+  const redis = await connectRedis({ url }, fastPaths);
   await redis.send(undefined, ["FLUSHDB"]);
   await writeBatch(redis, await validated(store, SEED));
   await writeBatch(redis, await validated(store, CHANGES));
@@ -187,7 +186,7 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
   it("a replaced release loses the peers it no longer names before it gains new ones", async () => {
     const url = `${server.url}/7`;
     const store = await createRedisStore({ url });
-    const redis = await connectRedis({ url }, fastPaths ? respConnections : undefined);
+    const redis = await connectRedis({ url }, fastPaths);
     const monitor = createClient({ url });
     await monitor.connect();
     try {

@@ -7,7 +7,6 @@ import { userSetKey } from "../../src/store/redis/keys.js";
 import type { UserId } from "../../src/domain/model.js";
 import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
-import { respConnections } from "../../src/fast/index.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 import { SERVING_WAYS } from "../support/relgraph-server.js";
 import { batch, defineStoreAcceptance, user } from "./store-acceptance.js";
@@ -52,9 +51,9 @@ async function withReaderAndWriter(
   }
 }
 
-// Through node-redis alone (FAST_PATHS=off) and with the speed layer's own connections (set reads, bulk writes).
+// Through node-redis alone (FAST_PATHS=off) and with the engine's own RESP sockets (set reads, bulk writes).
 for (const { name, fastPaths } of SERVING_WAYS) {
-  const engine = { ownConnections: fastPaths ? respConnections : undefined };
+  const engine = { fastPaths };
   for (const cached of [false, true]) {
     // Bare, as the engine is; and behind the cache layer, as createStore serves it (test/store/cache/).
     const wrap = (store: GraphStore & ChangeNotifier) => (cached ? createCachedStore(store) : store);

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { respConnections } from "../../src/fast/store-connections.js";
 import { connectRedis, type RedisConnection } from "../../src/store/redis/connection.js";
 import { readIdSets } from "../../src/store/redis/set-reads.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
@@ -14,14 +13,14 @@ import { startRedisServer, type TestRedisServer } from "../support/redis-servers
 const KEYS = 95_000;
 
 describe.each([
-  { name: "through node-redis", own: undefined },
-  { name: "through the speed layer's reader", own: respConnections },
-])("readIdSets, $name", ({ own }) => {
+  { name: "through node-redis", fastPaths: false },
+  { name: "through the engine's own RESP reader", fastPaths: true },
+])("readIdSets, $name", ({ fastPaths }) => {
   let server: TestRedisServer;
   let redis: RedisConnection;
   beforeAll(async () => {
     server = await startRedisServer();
-    redis = await connectRedis({ url: server.url }, own);
+    redis = await connectRedis({ url: server.url }, fastPaths);
     // Set k holds k and k + 1, but every seventh set is missing (empty).
     const commands = Array.from({ length: KEYS }, (_, k) => k)
       .filter((k) => k % 7 !== 0)

@@ -10,9 +10,9 @@ import type { GraphStore } from "../../src/store/store.js";
 export const TEST_API_KEY = "test-key";
 
 /**
- * The two ways relgraph serves (FAST_PATHS): with the speed layer (src/fast/), and with every request
+ * The two ways relgraph serves (FAST_PATHS): with the fast paths on, and with every request
  * through connect-es and node-redis. Suites of the protocols and the store run under both. Off comes
- * first: the speed layer's UTF-8 encoder, once installed, stays for the process (the bytes are the same).
+ * first: the fast paths' UTF-8 encoder, once installed, stays for the process (the bytes are the same).
  */
 export const SERVING_WAYS = [
   { name: "FAST_PATHS=off", env: { FAST_PATHS: "off" }, fastPaths: false },

@@ -1,9 +1,11 @@
 import { RESP_TYPES, createClient, createCluster } from "redis";
 import { StoreUnavailableError } from "../../domain/errors.js";
 import { commandIdSetReads, type IdSetReads } from "./id-sets.js";
-import type { BulkWriter, EncodedCommands, OwnConnections } from "./own-connections.js";
-import { RespWindow } from "./resp-window.js";
-import { chunks } from "./set-reads.js";
+import { respWriter, type BulkWriter } from "./resp/bulk-writer.js";
+import type { EncodedCommands } from "./resp/command-buffer.js";
+import { respIdSetReader } from "./resp/id-set-reader.js";
+import { CommandBuffer } from "./resp/command-buffer.js";
+import { chunks } from "./command-chunks.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
 export type RedisStoreOptions = { url: string } | { clusterNodes: string[] };
@@ -34,7 +36,7 @@ export interface RedisConnection {
   writeAll(commands: readonly string[][]): Promise<void>;
   /**
    * Sends a window of writes already encoded as RESP, with writeAll's deadline, when this connection
-   * has a bulk writer of its own (standalone, with the speed layer); null otherwise, where the
+   * has a bulk writer of its own (standalone, with FAST_PATHS on); null otherwise, where the
    * caller sends commands through writeAll.
    */
   readonly writeEncoded: ((commands: EncodedCommands) => Promise<void>) | null;
@@ -78,10 +80,10 @@ const ARGS_PER_WINDOW = 200_000;
 
 /**
  * Opens a connection; rejects promptly with StoreUnavailableError when Redis does not answer. On a
- * standalone server, `own` (the speed layer's, fast/resp/) may open connections of its own for set
+ * standalone server, `fastPaths` (FAST_PATHS) opens RESP sockets of its own (resp/) for set
  * reads and bulk writes; without it, or on a cluster, everything goes through node-redis.
  */
-export async function connectRedis(options: RedisStoreOptions, own?: OwnConnections): Promise<RedisConnection> {
+export async function connectRedis(options: RedisStoreOptions, fastPaths = false): Promise<RedisConnection> {
   let connected = false;
   const socket = {
     connectTimeout: CONNECT_TIMEOUT_MS,
@@ -130,10 +132,10 @@ export async function connectRedis(options: RedisStoreOptions, own?: OwnConnecti
   connected = true;
   const breaker = createStallBreaker();
   const send = <T extends Reply>(_key: string | undefined, args: string[]) => breaker.track(args, () => client.sendCommand<T>(args));
-  const reader = own?.idSetReader(options.url, CONNECT_TIMEOUT_MS) ?? null;
+  const reader = fastPaths ? respIdSetReader(options.url, CONNECT_TIMEOUT_MS) : null;
   const idSets = reader ? withStallBreaker(reader) : commandIdSetReads((_key, args) => breaker.track(args, () => client.sendCommand(args)));
   const sendAll = (commands: readonly string[][]) => sendInWindows(commands, (args) => breaker.track(args, () => client.sendCommand<Reply>(args)));
-  const writer = own?.bulkWriter(options.url, CONNECT_TIMEOUT_MS) ?? null;
+  const writer: BulkWriter | null = fastPaths ? respWriter(options.url, CONNECT_TIMEOUT_MS) : null;
   const bytes = bytesThroughNodeRedis(breaker, (_key, args, options) => client.sendCommand(args, options));
   return {
     engine: "redis",
@@ -227,7 +229,7 @@ function bytesThroughNodeRedis(
 
 /** SETs of byte values in RESP, for a BulkWriter: each value is copied once, into the one window written. */
 function encodeSets(entries: readonly (readonly [key: string, value: Uint8Array])[]): EncodedCommands {
-  const window = new RespWindow(entries.reduce((bytes, [key, value]) => bytes + value.byteLength + 3 * key.length + 64, 0));
+  const window = new CommandBuffer(entries.reduce((bytes, [key, value]) => bytes + value.byteLength + 3 * key.length + 64, 0));
   for (const [key, value] of entries) window.appendCommandWithBytes(["SET", key], value);
   return window.take();
 }

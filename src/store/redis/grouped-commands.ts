@@ -1,7 +1,8 @@
 import { sortedByKey } from "../batch.js";
 import type { UserKeys } from "./keys.js";
-import { BulkStrings, bulkString, type RespWindow } from "./resp-window.js";
-import { ARGS_PER_COMMAND } from "./set-reads.js";
+import { BulkStrings, type CommandBuffer } from "./resp/command-buffer.js";
+import { bulkString } from "./resp/encoder.js";
+import { ARGS_PER_COMMAND } from "./command-chunks.js";
 
 /*
  * Writes grouped by key. A unit of changes touches keys all over the graph, and sending one command
@@ -97,12 +98,12 @@ export class GroupedMembers {
   /**
    * The same commands, in the same order and split alike, appended to `window` in RESP form; yields
    * each command's argument count (members, and values for HSET) as it is appended, so that the
-   * caller can send the window when it is full (RespWindow.take). The path of a writer that takes
+   * caller can send the window when it is full (CommandBuffer.take). The path of a writer that takes
    * encoded bytes (BulkWriter.writeEncoded): a member's bulk string is encoded once however many keys
    * it goes to and copied from there, and no argument array, string or rope is built per member
    * (bench/README.md, "The writer, third pass" and "fourth pass").
    */
-  *encodeInto(window: RespWindow): Generator<number> {
+  *encodeInto(window: CommandBuffer): Generator<number> {
     const { subjects, members, valueIndexes, length } = this;
     const { command, values } = this.options;
     const memberBulks = this.options.memberBulks ?? new BulkStrings(this.options.members);

@@ -26,7 +26,6 @@ import { completeInterruptedWrite, readRelationIds, readUsers, writeBatch } from
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";
-import type { OwnConnections } from "./own-connections.js";
 import { readWithinBound } from "../bounded-sets.js";
 
 export type { RedisStoreOptions } from "./connection.js";
@@ -38,7 +37,7 @@ export type { RedisStoreOptions } from "./connection.js";
  * nothing itself; it reports every change any process makes (tracking.ts), for the cache layer.
  */
 export async function createRedisStore(options: RedisStoreOptions, writing: RedisEngineOptions = {}): Promise<GraphStore & ChangeNotifier> {
-  const redis = await connectRedis(options, writing.ownConnections);
+  const redis = await connectRedis(options, writing.fastPaths);
   let tracking: RedisTracking;
   try {
     tracking = writing.tracking === false ? untracked() : await startTracking(() => redis.dataNodes());
@@ -67,8 +66,11 @@ export interface RedisEngineOptions {
    * reports nothing and says it is not watching, so no cache layer may serve it.
    */
   tracking?: boolean;
-  /** Connections of its own for set reads and bulk writes (the speed layer's, fast/resp/); node-redis otherwise. */
-  ownConnections?: OwnConnections;
+  /**
+   * FAST_PATHS: on a standalone server, id-set reads and bulk writes go over RESP sockets of the
+   * engine's own (resp/); node-redis otherwise, and always on a cluster. Default false.
+   */
+  fastPaths?: boolean;
 }
 
 /** What work under the write lease knows (redisGraphStore's leaseHolder). */
@@ -110,7 +112,7 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
   const setSizes = (keys: readonly string[]) => redis.idSets.sizes(keys);
   /**
    * Members of each set of UserIds no larger than maxSize (larger ones: null, unread), sized first
-   * (see fast/resp/id-set-reader.ts for why they may bypass node-redis). Unbounded: the caller sized them already (the
+   * (see resp/id-set-reader.ts for why they may bypass node-redis). Unbounded: the caller sized them already (the
    * cache layer does), so they are read at once.
    */
   const boundedMembers = async (keys: readonly string[], maxSize: number): Promise<(UserId[] | null)[]> => {

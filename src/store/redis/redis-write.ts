@@ -27,8 +27,9 @@ import {
   type UserKeys,
 } from "./keys.js";
 import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
-import { BulkStrings, RespWindow } from "./resp-window.js";
-import { chunks, hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
+import { BulkStrings, CommandBuffer } from "./resp/command-buffer.js";
+import { chunks } from "./command-chunks.js";
+import { hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
 
 /**
  * Set members and hash fields sent at once on the grouped path (relations and assets); the next
@@ -284,7 +285,7 @@ async function sendGroups(sender: PipelinedSender, groups: readonly GroupedMembe
   const { writeEncoded } = sender.redis;
   if (writeEncoded) {
     // Encoded as built: the window hands its bytes over and starts again, as the groups' generators append to it.
-    const window = new RespWindow();
+    const window = new CommandBuffer();
     const send = async () => {
       const sending = window.take();
       const batchArgs = args;

@@ -9,15 +9,15 @@ import {
   MutualFriendRequestSchema,
   MutualFriendResponseSchema,
   RelationService,
-} from "../../gen/relgraph/v1/relation_service_pb.js";
-import { InvalidApiKeyError } from "../../src/domain/errors.js";
-import { createConnectUnaryHandler } from "../../src/fast/protocol-connect/unary-handler.js";
-import { createGrpcUnaryHandler } from "../../src/fast/protocol-grpc/unary-handler.js";
-import { createUnaryCaller } from "../../src/fast/unary-call.js";
-import { createOnePortServer, type Http2StreamClaim, type RequestClaim } from "../../src/transport/one-port.js";
-import { addr, fixtureRecords } from "../support/fixtures.js";
-import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
-import { createRelationGrpcClient, errorDetailsOf } from "../server/grpc-client.js";
+} from "../../../gen/relgraph/v1/relation_service_pb.js";
+import { InvalidApiKeyError } from "../../../src/domain/errors.js";
+import { createConnectUnaryHandler } from "../../../src/rpc/unary/connect-handler.js";
+import { createGrpcUnaryHandler } from "../../../src/rpc/unary/grpc-handler.js";
+import { createUnaryCaller } from "../../../src/rpc/unary/unary-call.js";
+import { createOnePortServer, type Http2StreamClaim, type RequestClaim } from "../../../src/transport/one-port.js";
+import { addr, fixtureRecords } from "../../support/fixtures.js";
+import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../../support/relgraph-server.js";
+import { createRelationGrpcClient, errorDetailsOf } from "../../server/grpc-client.js";
 
 const MUTUAL_FRIEND_PATH = `/${RelationService.typeName}/${RelationService.method.mutualFriend.name}`;
 

@@ -10,9 +10,9 @@ import {
   ProfileSchema,
   RelationshipGraphEntrySchema,
   UserInfoSchema,
-} from "../../../gen/relgraph/v1/relation_service_pb.js";
-import { toBinaryFast } from "../../../src/fast/protobuf/binary.js";
-import { isPlainMessage } from "../../../src/transport/plain-message.js";
+} from "../../gen/relgraph/v1/relation_service_pb.js";
+import { toBinaryFast } from "../../src/transport/protobuf-binary.js";
+import { isPlainMessage } from "../../src/transport/plain-message.js";
 
 const TEXTS = ["", "a", "alice", "Zoë Ünal", "名前", "🦊", "lone \ud800 surrogate", "x".repeat(64), "y".repeat(65), `${"é".repeat(70)}!`, "z".repeat(20_000)];
 

@@ -4,20 +4,20 @@ import type { MessageShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MutualFriendRequestSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { MissingApiKeyError, RateLimitedError } from "../../src/domain/errors.js";
-import { createRestH2cHandler } from "../../src/fast/protocol-rest/h2c-handler.js";
+import { createRestH2cHandler } from "../../src/rest/h2c-handler.js";
 import type { RelationServiceCalls } from "../../src/rest/facade.js";
 import { createOnePortServer } from "../../src/transport/one-port.js";
 
 /*
  * The REST fast path over h2c serves what it claims and leaves the rest to the server's handler:
- * test/fast/differential.test.ts holds its answers to Fastify's, which it could do just as well if
+ * test/server/differential.test.ts holds its answers to Fastify's, which it could do just as well if
  * the fast path claimed nothing. Here the handler behind it answers 599, so who answered shows.
  */
 
 const STATE = { limit: 10, remaining: 9, resetSeconds: 5 };
 const PATH = "/api/v1/mutualFriend?address=0xa,0xb&limit=3";
 
-describe("REST over h2c off the stream (fast/protocol-rest/)", () => {
+describe("REST over h2c off the stream (rest/h2c-handler.ts)", () => {
   let server: ReturnType<typeof createOnePortServer>;
   let url: string;
   const requests: MessageShape<typeof MutualFriendRequestSchema>[] = [];

@@ -2,8 +2,8 @@ import { create, toBinary, type DescField, type DescMessage } from "@bufbuild/pr
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { file_relgraph_v1_relation_service, RelationService } from "../../../gen/relgraph/v1/relation_service_pb.js";
-import { toBinaryFast } from "../../../src/fast/protobuf/binary.js";
+import { file_relgraph_v1_relation_service, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
+import { toBinaryFast } from "../../src/transport/protobuf-binary.js";
 
 /*
  * A property test of the one-pass encoder: random messages of every message type relgraph's schema

@@ -1,8 +1,8 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import { SocialSchema } from "../../../gen/relgraph/v1/relation_service_pb.js";
-import { useFastUtf8Encoding } from "../../../src/fast/protobuf/text-encoding.js";
+import { SocialSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
+import { useFastUtf8Encoding } from "../../src/transport/utf8-encoding.js";
 
 describe("useFastUtf8Encoding", () => {
   const samples = [

@@ -8,7 +8,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { isPlainMessage } from "../../transport/plain-message.js";
+import { isPlainMessage } from "./plain-message.js";
 
 /**
  * Binary Protobuf of a message, or of its init shape (absent fields take their defaults): byte for

@@ -7,8 +7,9 @@ import { respondGrpcError } from "../../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
 import { unreadable } from "../../transport/unreadable-request.js";
-import { toBinaryFast } from "../protobuf/binary.js";
-import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
+import { toBinaryFast } from "../../transport/protobuf-binary.js";
+import { headerValue } from "../../transport/header-value.js";
+import { readBody, type UnaryCaller } from "./unary-call.js";
 
 /** The gRPC message prefix: a compressed flag byte, then the message length (big-endian uint32). */
 const ENVELOPE_PREFIX_BYTES = 5;

@@ -2,13 +2,13 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RequestGate } from "../auth/request-gate.js";
-import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
-import { unreadable } from "../transport/unreadable-request.js";
-import { DeadlineExceeded, withDeadline } from "../transport/deadline.js";
+import type { RequestGate } from "../../auth/request-gate.js";
+import { tooLarge, toConnectError, type ErrorLogger } from "../../transport/errors.js";
+import { unreadable } from "../../transport/unreadable-request.js";
+import { DeadlineExceeded, withDeadline } from "../../transport/deadline.js";
 
 /*
- * relgraph's fast paths for unary calls (protocol-grpc/, protocol-connect/) serve the common case of
+ * relgraph's fast paths for unary calls (grpc-handler.ts, connect-handler.ts; FAST_PATHS) serve the common case of
  * gRPC and Connect without connect-es's per-call machinery. connect-es runs every call, unary ones
  * too, through a pipeline of async iterables with an abort controller per call: profiles
  * (`npm run bench -- --cpu-prof`) put that at 0.3 to 0.9 ms of CPU per call, several times what
@@ -163,9 +163,4 @@ export function readBody(stream: Readable | Http2ServerRequest, maxBytes: number
 /** Whether the request can deliver no more of its body: it, or the HTTP/2 stream under a compatibility request, is destroyed. */
 function isClosed(stream: Readable | Http2ServerRequest): boolean {
   return stream.destroyed || (stream as Partial<Http2ServerRequest>).stream?.destroyed === true;
-}
-
-/** The first value of a header. */
-export function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -1,8 +1,7 @@
-import type { UserId } from "../../domain/model.js";
-import type { IdPage, IdSetReads } from "../../store/redis/id-sets.js";
-import type { EncodedCommands } from "../../store/redis/own-connections.js";
-import { RespWindow } from "../../store/redis/resp-window.js";
-import { RespLink, respEndpointOf, type Expect, type Reply, type RespEndpoint } from "./link.js";
+import type { UserId } from "../../../domain/model.js";
+import type { IdPage, IdSetReads } from "../id-sets.js";
+import { CommandBuffer, type EncodedCommands } from "./command-buffer.js";
+import { RespSocket, respEndpointOf, type Expect, type Reply, type RespEndpoint } from "./socket.js";
 
 /**
  * IdSetReads over a socket of its own to a standalone Redis, speaking just enough RESP2 for SCARD,
@@ -19,7 +18,7 @@ import { RespLink, respEndpointOf, type Expect, type Reply, type RespEndpoint } 
  * at once, as node-redis's do: otherwise every call would wait out its own connect attempt.
  */
 export class RespIdSetReader implements IdSetReads {
-  private link: RespLink | null = null;
+  private link: RespSocket | null = null;
   private closed = false;
 
   constructor(
@@ -64,7 +63,7 @@ export class RespIdSetReader implements IdSetReads {
     if (link === null || link.broken) {
       const failure = link?.connectFailure;
       if (failure && performance.now() - failure.at < RECONNECT_INTERVAL_MS) return Promise.reject(failure.error);
-      link = new RespLink(this.endpoint, this.connectTimeoutMs);
+      link = new RespSocket(this.endpoint, this.connectTimeoutMs);
       this.link = link;
     }
     return Array.isArray(commands) ? link.enqueue(commands, expect) : link.enqueueEncoded((commands as EncodedCommands).bytes, count, expect);
@@ -77,7 +76,7 @@ export class RespIdSetReader implements IdSetReads {
  * collection than Redis took to answer them.
  */
 function encodeMembership(keys: readonly string[], members: readonly UserId[]): EncodedCommands {
-  const window = new RespWindow(64 * keys.length);
+  const window = new CommandBuffer(64 * keys.length);
   keys.forEach((key, i) => window.appendCommand(["SISMEMBER", key, String(members[i])]));
   return window.take();
 }

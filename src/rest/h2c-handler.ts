@@ -1,11 +1,11 @@
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { API_KEY_HEADER, type AdmittingGate } from "../../auth/request-gate.js";
-import { parseQuery } from "../../rest/codec.js";
-import { answerRoute, REST_CONTENT_TYPE, restRouteAt, type RelationServiceCalls, type RestAnswer } from "../../rest/facade.js";
-import type { ErrorLogger } from "../../transport/errors.js";
-import type { Http2StreamClaim } from "../../transport/one-port.js";
-import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
-import { headerValue } from "../unary-call.js";
+import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
+import { parseQuery } from "./codec.js";
+import { answerRoute, REST_CONTENT_TYPE, restRouteAt, type RelationServiceCalls, type RestAnswer } from "./facade.js";
+import type { ErrorLogger } from "../transport/errors.js";
+import type { Http2StreamClaim } from "../transport/one-port.js";
+import { REQUEST_ID_HEADER, requestIdOf } from "../transport/request-id.js";
+import { headerValue } from "../transport/header-value.js";
 
 /** Options of createRestH2cHandler. */
 export interface RestH2cOptions {
@@ -22,7 +22,7 @@ export interface RestH2cOptions {
  * API and Fastify cost an h2c request about 30 µs of CPU more than the same request over HTTP/1.1
  * (bench/README.md). It claims only a GET of a route's exact path with no body, no content-type and
  * no Origin, and answers it with the facade's own answerRoute and query parser, so status, headers
- * and bytes are Fastify's (test/fast/differential.test.ts holds them to that). Everything else
+ * and bytes are Fastify's (test/server/differential.test.ts holds them to that). Everything else
  * (HEAD, other methods, unknown or percent-encoded paths, bodies, browsers' cross-origin requests,
  * whose CORS headers are web/cors.ts's) is left to Fastify.
  */
@@ -65,7 +65,7 @@ export function createRestH2cHandler({ service, gate, log, observe }: RestH2cOpt
 
 /**
  * Writes `answer` with the headers Fastify would send (Node adds the date); false when the stream is
- * gone. The headers are one literal, then the answer's own added (as in protocol-grpc/, a spread
+ * gone. The headers are one literal, then the answer's own added (as in rpc/unary/grpc-handler.ts, a spread
  * made an object that Node's respond() reads several µs slower).
  */
 function respond(stream: ServerHttp2Stream, answer: RestAnswer, requestId: string): boolean {

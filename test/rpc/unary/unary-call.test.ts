@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { ClientClosedRequest, readBody } from "../../src/fast/unary-call.js";
+import { ClientClosedRequest, readBody } from "../../../src/rpc/unary/unary-call.js";
 
 describe("readBody", () => {
   it("resolves with the whole body and leaves no listener behind, so the stream's close costs nothing", async () => {

@@ -1,5 +1,15 @@
-import type { EncodedCommands } from "../../store/redis/own-connections.js";
-import { RespLink, respEndpointOf, type RespEndpoint } from "./link.js";
+import type { EncodedCommands } from "./command-buffer.js";
+import { RespSocket, respEndpointOf, type RespEndpoint } from "./socket.js";
+
+/** Bulk writes over a connection of its own: one write per batch, resolved once all are answered. */
+export interface BulkWriter {
+  /** Sends the commands; resolves once all are answered, rejects with the first error reply. */
+  write(commands: readonly string[][]): Promise<void>;
+  /** Sends commands the caller encoded itself, like write. */
+  writeEncoded(commands: EncodedCommands): Promise<void>;
+  /** Drops the connection, failing what it still carries; the next write opens another. */
+  reset(): Promise<void>;
+}
 
 /**
  * Bulk writes (a load's or a feed unit's planned commands) over a socket of their own to a
@@ -11,8 +21,8 @@ import { RespLink, respEndpointOf, type RespEndpoint } from "./link.js";
  * and garbage. Reads, and everything on a cluster, stay on node-redis. The caller awaits each write
  * before it reads what the write changed, so the two connections never race.
  */
-export class RespWriter {
-  private link: RespLink | null = null;
+export class RespWriter implements BulkWriter {
+  private link: RespSocket | null = null;
 
   constructor(
     private readonly endpoint: RespEndpoint,
@@ -22,14 +32,14 @@ export class RespWriter {
   /** Sends the commands in one write; resolves once all are answered, rejects with the first error reply. */
   async write(commands: readonly string[][]): Promise<void> {
     if (commands.length === 0) return;
-    if (this.link === null || this.link.broken) this.link = new RespLink(this.endpoint, this.connectTimeoutMs);
+    if (this.link === null || this.link.broken) this.link = new RespSocket(this.endpoint, this.connectTimeoutMs);
     await this.link.enqueue(commands, "any");
   }
 
   /** Sends commands already in RESP form (BulkWriter.writeEncoded), like write. */
   async writeEncoded(commands: EncodedCommands): Promise<void> {
     if (commands.count === 0) return;
-    if (this.link === null || this.link.broken) this.link = new RespLink(this.endpoint, this.connectTimeoutMs);
+    if (this.link === null || this.link.broken) this.link = new RespSocket(this.endpoint, this.connectTimeoutMs);
     await this.link.enqueueEncoded(commands.bytes, commands.count, "any");
   }
 

@@ -7,3 +7,8 @@ export function encodeCommands(commands: readonly string[][]): string {
   }
   return text;
 }
+
+/** A RESP bulk string: `$`, the text's length in UTF-8 bytes, the text; encodeCommands writes each argument so. */
+export function bulkString(text: string): string {
+  return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
+}

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { respConnections } from "../../../src/fast/index.js";
-import { RedisReplyError, respEndpointOf } from "../../../src/fast/resp/link.js";
-import { encodeCommands } from "../../../src/fast/resp/encoder.js";
-import { RespWriter } from "../../../src/fast/resp/writer.js";
-import { connectRedis } from "../../../src/store/redis/connection.js";
-import { redisForFile } from "../../support/redis-servers.js";
+import { RedisReplyError, respEndpointOf } from "../../../../src/store/redis/resp/socket.js";
+import { encodeCommands } from "../../../../src/store/redis/resp/encoder.js";
+import { RespWriter } from "../../../../src/store/redis/resp/bulk-writer.js";
+import { connectRedis } from "../../../../src/store/redis/connection.js";
+import { redisForFile } from "../../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 
@@ -105,14 +104,14 @@ describe("RespWriter against a real redis-server", () => {
   });
 });
 
-// Through the speed layer's writer (FAST_PATHS=on) and through node-redis (off).
+// Through the engine's own writer (FAST_PATHS=on) and through node-redis (off).
 describe.each([
-  { name: "the speed layer's RespWriter", own: respConnections },
-  { name: "node-redis", own: undefined },
-])("RedisConnection.writeAll on standalone Redis, through $name", ({ own }) => {
+  { name: "the engine's own RespWriter", fastPaths: true },
+  { name: "node-redis", fastPaths: false },
+])("RedisConnection.writeAll on standalone Redis, through $name", ({ fastPaths }) => {
   it("writes more arguments than one window holds, every one of them", async () => {
     await shared.client.flushAll();
-    const redis = await connectRedis({ url: shared.server.url }, own);
+    const redis = await connectRedis({ url: shared.server.url }, fastPaths);
     try {
       // 400 commands of 1,000 members: 400,000 arguments, more than one window of the writer.
       const commands = Array.from({ length: 400 }, (_, k) => ["SADD", `w:big:${k % 7}`, ...Array.from({ length: 1_000 }, (_, i) => `${k}-${i}`)]);
@@ -125,9 +124,9 @@ describe.each([
   });
 
   it("takes encoded windows only with a writer of its own", async () => {
-    const redis = await connectRedis({ url: shared.server.url }, own);
+    const redis = await connectRedis({ url: shared.server.url }, fastPaths);
     try {
-      expect(redis.writeEncoded === null).toBe(own === undefined);
+      expect(redis.writeEncoded === null).toBe(!fastPaths);
     } finally {
       await redis.close();
     }

@@ -1,8 +1,8 @@
 import net from "node:net";
 import { describe, expect, it } from "vitest";
-import { RespIdSetReader } from "../../../src/fast/resp/id-set-reader.js";
-import { RedisReplyError, respEndpointOf, UnexpectedReplyError } from "../../../src/fast/resp/link.js";
-import { redisForFile } from "../../support/redis-servers.js";
+import { RespIdSetReader } from "../../../../src/store/redis/resp/id-set-reader.js";
+import { RedisReplyError, respEndpointOf, UnexpectedReplyError } from "../../../../src/store/redis/resp/socket.js";
+import { redisForFile } from "../../../support/redis-servers.js";
 
 const CONNECT_TIMEOUT_MS = 2_000;
 

@@ -13,7 +13,7 @@ import type { GraphStore } from "../../src/store/store.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /*
- * Issue 16, item 3: the speed layer (src/fast/) answers exactly as connect-es does. Two servers on
+ * The fast paths (FAST_PATHS: rpc/unary/, rest/h2c-handler.ts, store/redis/resp/) answer exactly as connect-es does. Two servers on
  * the same data, one with FAST_PATHS=on and one with FAST_PATHS=off, are asked the same raw requests
  * (every protocol, every RPC, every variant below), and must give the same status, the headers that
  * matter, the same body and the same gRPC status. Ciphertexts and cursors are random or may be, so
@@ -459,12 +459,12 @@ function carriesErrorDetail(view: ReturnType<typeof comparable>): boolean {
   return true;
 }
 
-describe("the speed layer answers as connect-es does (FAST_PATHS=on against FAST_PATHS=off)", () => {
+describe("the fast paths answer as connect-es does (FAST_PATHS=on against FAST_PATHS=off)", () => {
   let fast: RunningRelgraph;
   let plain: RunningRelgraph;
 
   beforeAll(async () => {
-    // Off first: the speed layer's UTF-8 encoder, once installed, stays for the process (same bytes).
+    // Off first: the fast paths' UTF-8 encoder, once installed, stays for the process (same bytes).
     plain = await startRelgraph({ store: slowStore(), records: fixtureRecords(), env: { ...ENV, FAST_PATHS: "off" } });
     fast = await startRelgraph({ store: slowStore(), records: fixtureRecords(), env: { ...ENV, FAST_PATHS: "on" } });
     const profileAuth = await signAuthorization(WALLETS.alice, "Access to User Profile.");

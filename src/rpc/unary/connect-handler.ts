@@ -15,8 +15,9 @@ import type { RequestClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
 import { endUnreadRequest } from "../../transport/unread-body.js";
 import { unreadable } from "../../transport/unreadable-request.js";
-import { toBinaryFast } from "../protobuf/binary.js";
-import { headerValue, readBody, type UnaryCaller } from "../unary-call.js";
+import { toBinaryFast } from "../../transport/protobuf-binary.js";
+import { headerValue } from "../../transport/header-value.js";
+import { readBody, type UnaryCaller } from "./unary-call.js";
 
 /**
  * The common case of the Connect protocol, served without connect-es's per-call machinery (see

@@ -1,4 +1,4 @@
-import type { EncodedCommands } from "./own-connections.js";
+import { bulkString } from "./encoder.js";
 
 /*
  * RESP as bytes, for a BulkWriter of its own (BulkWriter.writeEncoded): the store's planned writes
@@ -6,13 +6,23 @@ import type { EncodedCommands } from "./own-connections.js";
  * arrays of strings. Nothing here builds a string per argument that the socket would convert again.
  */
 
+/**
+ * Commands already in RESP's array-of-bulk-strings form, as bytes, and how many they are: what a
+ * planner that encodes as it goes (CommandBuffer) hands a BulkWriter. The writer
+ * owns the bytes from then on: the planner never writes them again.
+ */
+export interface EncodedCommands {
+  bytes: Uint8Array;
+  count: number;
+}
+
 const EMPTY = Buffer.alloc(0);
 
 /**
  * RESP commands appended as bytes, for a BulkWriter: take() hands over what is there and starts an
  * empty window, so the bytes a writer holds are never written again.
  */
-export class RespWindow {
+export class CommandBuffer {
   /** The bytes so far: the first `length` of `bytes`. */
   bytes: Buffer;
   length = 0;
@@ -126,7 +136,7 @@ export class BulkStrings {
   }
 
   /** Appends the bulk string of texts[index] to the window. */
-  appendTo(window: RespWindow, index: number): void {
+  appendTo(window: CommandBuffer, index: number): void {
     let from = this.starts[index]!;
     if (from < 0) from = this.encode(index);
     const to = this.ends[index]!;
@@ -203,13 +213,4 @@ function endLine(out: Buffer, at: number): number {
   out[at] = CR;
   out[at + 1] = LF;
   return at + 2;
-}
-
-/**
- * A RESP bulk string: `$`, the text's length in UTF-8 bytes, the text. The form fast/resp/encoder.ts
- * writes too; the store may not import fast/ (test/layout.test.ts), so test/store/grouped-commands.test.ts
- * holds the two to the same bytes.
- */
-export function bulkString(text: string): string {
-  return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
 }

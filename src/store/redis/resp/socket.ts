@@ -1,14 +1,14 @@
 import { connect, type Socket } from "node:net";
-import type { UserId } from "../../domain/model.js";
-import type { IdPage } from "../../store/redis/id-sets.js";
+import type { UserId } from "../../../domain/model.js";
+import type { IdPage } from "../id-sets.js";
 import { encodeCommands } from "./encoder.js";
 
 /*
- * RESP2 over a socket of its own, speaking just enough of it for the speed layer's set reads
- * (id-set-reader.ts) and bulk writes (writer.ts); node-redis serves everything else.
+ * RESP2 over a socket of its own, speaking just enough of it for the engine's set reads
+ * (id-set-reader.ts) and bulk writes (bulk-writer.ts) with FAST_PATHS on; node-redis serves everything else.
  */
 
-/** Where a RespLink connects: a `redis://` URL's parts. */
+/** Where a RespSocket connects: a `redis://` URL's parts. */
 export interface RespEndpoint {
   host: string;
   port: number;
@@ -81,7 +81,7 @@ const COMPACT_AFTER = 1_024;
 const INCOMPLETE = -1;
 
 /** One connection and the batches waiting on it, in the order their commands were sent. */
-export class RespLink {
+export class RespSocket {
   broken = false;
   /** Why and when (performance.now()) the link failed before it was ready: refused, timed out, or its AUTH or SELECT refused. */
   connectFailure: { error: Error; at: number } | null = null;
