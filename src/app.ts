@@ -18,7 +18,7 @@ import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
 import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
 import { toPublicError } from "./transport/errors.js";
-import { registerCors } from "./web/cors.js";
+import { registerCors } from "./transport/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
 
 /** /readyz answers within a second, as the contract says, even while the store hangs. */
@@ -43,7 +43,7 @@ export interface AppOptions {
   keyNodeRateLimit?: { perSecond: number; burst: number };
   /** Verifies the authorizations that in-process key nodes receive. */
   verifier: SiweVerifier;
-  /** CORS_ORIGINS: origins browsers may call from (web/cors.ts); none by default. */
+  /** CORS_ORIGINS: origins browsers may call from (transport/cors.ts); none by default. */
   corsOrigins?: readonly string[];
   /** Largest request body, before and after decompression (MAX_REQUEST_BYTES). */
   maxRequestBytes: number;

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createClient, createCluster } from "redis";
 import { freePort, installCleanup, run, start, stopAll } from "../processes/processes.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 

@@ -20,7 +20,7 @@ import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
 import { ErrorDetailSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { loadConfig } from "../../src/config/config.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { createRelgraph } from "../../src/relgraph.js";
 import { createCachedStore } from "../../src/store/cache/cached-store.js";

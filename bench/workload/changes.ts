@@ -1,4 +1,4 @@
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 
 /*
  * Change records for the living-graph measurements (issue 14's "Speed" table), as JSON Lines in the

@@ -3,9 +3,9 @@ import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { Wallet } from "ethers";
 import type { IngestRecord } from "../../src/ingest/format.js";
-import { generateRecords } from "../../src/ingest/generate.js";
-import { createPrng, type Prng } from "../../src/ingest/prng.js";
-import { buildAdjacency, type Adjacency } from "../../src/ingest/adjacency.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
+import { createPrng, type Prng } from "../../src/synthetic/prng.js";
+import { buildAdjacency, type Adjacency } from "../../src/synthetic/adjacency.js";
 import { commonCount } from "./graph-index.js";
 
 /*

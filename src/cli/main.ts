@@ -27,15 +27,15 @@ const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stder
  * ethers) cost every command, `relgraph ingest` of a small change file included, about 0.4 s of CPU.
  */
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
-  serve: async (argv) => (await import("./serve.js")).runServe(argv, io),
-  ingest: async (argv) => (await import("../ingest/cli.js")).runIngest(argv, io),
-  follow: async (argv) => (await import("../feed/cli.js")).runFollow(argv, io),
-  generate: async (argv) => (await import("../ingest/cli.js")).runGenerate(argv, io),
-  keys: async (argv) => (await import("./keys.js")).runKeys(argv, io),
-  keygen: async (argv) => (await import("../crypto/cli.js")).runKeygen(argv, io),
-  keynode: async (argv) => (await import("../crypto/cli.js")).runKeynode(argv, io),
-  decrypt: async (argv) => (await import("../crypto/cli.js")).runDecrypt(argv, io),
-  eval: async (argv) => (await import("../eval/cli.js")).runEval(argv, io),
+  serve: async (argv) => (await import("./commands/serve.js")).runServe(argv, io),
+  ingest: async (argv) => (await import("./commands/ingest.js")).runIngest(argv, io),
+  follow: async (argv) => (await import("./commands/follow.js")).runFollow(argv, io),
+  generate: async (argv) => (await import("./commands/ingest.js")).runGenerate(argv, io),
+  keys: async (argv) => (await import("./commands/keys.js")).runKeys(argv, io),
+  keygen: async (argv) => (await import("./commands/crypto.js")).runKeygen(argv, io),
+  keynode: async (argv) => (await import("./commands/crypto.js")).runKeynode(argv, io),
+  decrypt: async (argv) => (await import("./commands/crypto.js")).runDecrypt(argv, io),
+  eval: async (argv) => (await import("./commands/eval.js")).runEval(argv, io),
 };
 
 /**

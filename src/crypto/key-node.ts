@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRep
 import { createRateLimiter } from "../auth/rate-limit.js";
 import { RELGRAPH_STATEMENTS } from "../auth/siwe.js";
 import { RateLimitedError, RelgraphError } from "../domain/errors.js";
-import { registerCors } from "../web/cors.js";
+import { registerCors } from "../transport/cors.js";
 import { decodeScalar, hashIdentity } from "./bls.js";
 import { signDecryptionShare } from "./decryption-share.js";
 import { conditionsFromJson, encryptionIdentity, onlySignerAddress } from "./identity.js";

@@ -1,4 +1,4 @@
-import type { Prng } from "../ingest/prng.js";
+import type { Prng } from "../synthetic/prng.js";
 
 /**
  * The training graph as the baselines see it: undirected, in compressed sparse rows, over dense

@@ -5,7 +5,7 @@ import { createCursorCodec } from "../domain/cursor.js";
 import { GraphQueries } from "../graph/queries.js";
 import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../domain/recommendation-limits.js";
 import { ingestRecords } from "../ingest/ingest.js";
-import { createPrng } from "../ingest/prng.js";
+import { createPrng } from "../synthetic/prng.js";
 import { readLines } from "../ingest/read-lines.js";
 import { createRelationService, type RelationServiceMethods } from "../rpc/relation-service.js";
 import { createMemoryStore } from "../store/index.js";

@@ -1,4 +1,4 @@
-import type { Prng } from "../ingest/prng.js";
+import type { Prng } from "../synthetic/prng.js";
 
 /** The per-user ranking metrics the evaluation reports, in report order. */
 export const METRICS = ["precision", "recall", "ndcg", "mrr", "hits50", "auc"] as const;

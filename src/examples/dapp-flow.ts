@@ -10,7 +10,7 @@
  */
 import { Wallet } from "ethers";
 import { createRelgraphClient, type Protocol } from "../client/index.js";
-import { demoWallet } from "../ingest/demo-wallet.js";
+import { demoWallet } from "../synthetic/demo-wallet.js";
 
 const server = process.argv[2] ?? "http://127.0.0.1:8080";
 const apiKey = process.argv[3] ?? process.env.RELGRAPH_API_KEY ?? "relgraph-dev-key";

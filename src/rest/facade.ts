@@ -165,7 +165,7 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
   }
 
   // Unknown paths and methods under /api/v1/ still require the key first, then answer in the envelope.
-  // OPTIONS is left out: a CORS preflight is web/cors.ts's to answer, or to find no route.
+  // OPTIONS is left out: a CORS preflight is transport/cors.ts's to answer, or to find no route.
   app.route({
     method: ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"],
     url: "/api/v1/*",

@@ -24,7 +24,7 @@ export interface RestH2cOptions {
  * no Origin, and answers it with the facade's own answerRoute and query parser, so status, headers
  * and bytes are Fastify's (test/server/differential.test.ts holds them to that). Everything else
  * (HEAD, other methods, unknown or percent-encoded paths, bodies, browsers' cross-origin requests,
- * whose CORS headers are web/cors.ts's) is left to Fastify.
+ * whose CORS headers are transport/cors.ts's) is left to Fastify.
  */
 export function createRestH2cHandler({ service, gate, log, observe }: RestH2cOptions): Http2StreamClaim {
   return (stream, headers) => {

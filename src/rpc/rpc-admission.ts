@@ -65,7 +65,7 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
   // A callback hook: REST and every other request pass through it, and a promise each was a cost
   // (see server.ts). Once a refusal is sent, Fastify runs no further hook or handler.
   app.addHook("onRequest", (request, reply, done) => {
-    // A CORS preflight carries no ApiKey by design; web/cors.ts answers it.
+    // A CORS preflight carries no ApiKey by design; transport/cors.ts answers it.
     if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return done();
     admit(request, reply).then(() => done(), done);
   });

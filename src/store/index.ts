@@ -1,4 +1,3 @@
-import type { Config } from "../config/config.js";
 import { createCachedStore } from "./cache/cached-store.js";
 import { createMemoryStore } from "./memory/memory-store.js";
 import { createRedisStore } from "./redis/redis-store.js";
@@ -11,8 +10,17 @@ export { createCachedStore } from "./cache/cached-store.js";
 export { UnknownRelationIdError } from "./batch.js";
 export { PagingStateFullError } from "./store.js";
 
-/** The configuration a store engine is chosen and opened from. */
-export type StoreConfig = Pick<Config, "redisUrl" | "redisClusterNodes"> & Partial<Pick<Config, "writeLeaseMs" | "fastPaths">>;
+/** The configuration a store engine is chosen and opened from: the fields of config/config.ts's Config that name it. */
+export interface StoreConfig {
+  /** REDIS_URL: a standalone Redis; null for none. */
+  redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: seeds of a Redis Cluster; empty for none. */
+  redisClusterNodes: string[];
+  /** WRITE_LEASE_MS: the write lease's time; the engine's default when absent. */
+  writeLeaseMs?: number;
+  /** FAST_PATHS: on standalone Redis, the engine's own RESP sockets for set reads and bulk writes. Default false. */
+  fastPaths?: boolean;
+}
 
 /**
  * Opens a store of one engine; rejects with StoreUnavailableError when its backend does not answer.

@@ -14,7 +14,7 @@ import {
   UserNotFoundError,
 } from "../domain/errors.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
-import { demoWallet } from "../ingest/demo-wallet.js";
+import { demoWallet } from "../synthetic/demo-wallet.js";
 import { REST_ROUTES } from "../rest/facade.js";
 import { toPublicError } from "../transport/errors.js";
 

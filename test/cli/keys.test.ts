@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashApiKey } from "../../src/auth/api-keys.js";
-import { runKeys } from "../../src/cli/keys.js";
+import { runKeys } from "../../src/cli/commands/keys.js";
 import { createStore } from "../../src/store/index.js";
 import { captureIo } from "../support/cli-io.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";

@@ -13,9 +13,9 @@ import {
   type RelationshipGraphEntry,
 } from "../../src/client/index.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../../src/auth/siwe.js";
-import { DEMO_DATASET } from "../../src/ingest/demo.js";
-import { demoWallet } from "../../src/ingest/demo-wallet.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { DEMO_DATASET } from "../../src/synthetic/demo.js";
+import { demoWallet } from "../../src/synthetic/demo-wallet.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import { demoExpectation } from "../support/demo-expectations.js";
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
 

@@ -7,7 +7,7 @@ import {
   tallyContenders,
   type SignalSets,
 } from "../../src/domain/recommend.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 
 const counts = (partial: Partial<Record<(typeof SIGNALS)[number], number>>) => SIGNALS.map((s) => partial[s] ?? 0);
 

@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readGraphTool, readNostrSocialGraph, toJsonLines } from "../../src/eval/datasets.js";
-import { formatReport } from "../../src/eval/cli.js";
+import { formatReport } from "../../src/cli/commands/eval.js";
 import { BaselineRanker, EXPLORATIONS, UndirectedGraph, type Exploration } from "../../src/eval/baselines.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 import { RELGRAPH, RELGRAPH_NO_BUDGET, RELGRAPH_NO_FIRST_HOP_CAP, RELGRAPH_UNBOUNDED, runLinkPrediction, type LinkPredOptions } from "../../src/eval/linkpred.js";
 import { scoreRanking } from "../../src/eval/metrics.js";
 

@@ -6,7 +6,7 @@ import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { describeCandidate, occurrenceWeight, SIGNALS } from "../../src/domain/recommend.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CompactEdge, CompactRelease } from "../../src/ingest/compact-records.js";
 import { ingestRecords, IngestValidationError } from "../../src/ingest/ingest.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";

@@ -1,7 +1,7 @@
 import { createWriteStream } from "node:fs";
 import { finished } from "node:stream/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { generateJsonLines } from "../../src/ingest/generate.js";
+import { generateJsonLines } from "../../src/synthetic/generate.js";
 import { PARSE_PROGRESS_EVERY, ingestFiles, type IngestProgress } from "../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import { createFileBox, type FileBox } from "./helpers.js";

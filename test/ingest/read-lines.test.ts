@@ -4,7 +4,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 import { readByteLines, readLines } from "../../src/ingest/read-lines.js";
 
 /** A stream giving `bytes` in reads of the given sizes (the last size repeats). */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RECOMMENDATION_LIMITS } from "../../src/domain/recommendation-limits.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import { EXPECTED, addr, fixtureRecords, userInfoJson } from "../support/fixtures.js";
 import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { expectAscending, expectRecommendationOrder, relationIds, walkRestChain } from "./chains.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestRecord } from "../../src/ingest/format.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import { createStore } from "../../src/store/index.js";
 import { EXPECTED, addr, fixtureRecords, userInfoJson } from "../support/fixtures.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";

@@ -4,7 +4,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { createApiKey } from "../../src/auth/api-keys.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { createStore } from "../../src/store/index.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";

@@ -4,7 +4,7 @@ import { GroupedMembers, type GroupedMembersOptions } from "../../src/store/redi
 import { FRIEND_DESCRIPTIONS, USER_SETS } from "../../src/store/redis/keys.js";
 import { BulkStrings, CommandBuffer } from "../../src/store/redis/resp/command-buffer.js";
 import { ARGS_PER_COMMAND } from "../../src/store/redis/command-chunks.js";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 
 /** A group of `count` random members over `subjects` keys, with values for HSET. */
 function randomGroup(seed: string, command: GroupedMembersOptions["command"], subjects: number, count: number, shared?: BulkStrings): GroupedMembers {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createPrng } from "../../src/ingest/prng.js";
+import { createPrng } from "../../src/synthetic/prng.js";
 import { TextIndex } from "../../src/store/text-index.js";
 
 describe("TextIndex", () => {

@@ -1,8 +1,8 @@
 import { Writable } from "node:stream";
-import type { CliIo } from "../../src/ingest/cli.js";
+import type { CommandIo } from "../../src/cli/io.js";
 
 /** Streams for a CLI command under test that collect what it writes to stdout and stderr. */
-export function captureIo(): CliIo & { out(): string; err(): string } {
+export function captureIo(): CommandIo & { out(): string; err(): string } {
   const sink = () => {
     const chunks: Buffer[] = [];
     const stream = new Writable({

@@ -1,6 +1,6 @@
-import { DEMO_DATASET } from "../../src/ingest/demo.js";
+import { DEMO_DATASET } from "../../src/synthetic/demo.js";
 import type { IngestRecord, UserLine } from "../../src/ingest/format.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 
 /**
  * What the bundled demo dataset holds for one user, worked out from its records alone (not through

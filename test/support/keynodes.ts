@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import type { Wallet, HDNodeWallet } from "ethers";
 import { SiweMessage } from "siwe";
-import { runKeygen } from "../../src/crypto/cli.js";
+import { runKeygen } from "../../src/cli/commands/crypto.js";
 import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";
 import { readPublicKeyNetwork } from "../../src/crypto/key-network-file.js";
 import { NETWORK_FILE, shareFileName } from "../../src/crypto/keygen.js";

@@ -1,7 +1,7 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_DATASET } from "../../src/ingest/demo.js";
-import { generateRecords } from "../../src/ingest/generate.js";
+import { DEMO_DATASET } from "../../src/synthetic/demo.js";
+import { generateRecords } from "../../src/synthetic/generate.js";
 import { REST_ROUTES } from "../../src/rest/facade.js";
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
 

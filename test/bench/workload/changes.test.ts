@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { CHANGE_USER, changeMix, changeMixKinds, CHURN_HOLD, friendChurn, MIX, type ChangeKind } from "../../../bench/workload/changes.js";
 import { ingestRecords } from "../../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../../src/store/index.js";
-import { createPrng } from "../../../src/ingest/prng.js";
+import { createPrng } from "../../../src/synthetic/prng.js";
 
 /*
  * The living-graph bench measures relgraph on these records, so they must be what the issue asks

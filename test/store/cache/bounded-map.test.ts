@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UserId, UserRecord } from "../../../src/domain/model.js";
-import { createPrng } from "../../../src/ingest/prng.js";
+import { createPrng } from "../../../src/synthetic/prng.js";
 import { BoundedMap, IdTable } from "../../../src/store/cache/bounded-map.js";
 import { cachedMany } from "../../../src/store/cache/cached-store.js";
 import { KeyEpochs } from "../../../src/store/cache/key-epochs.js";

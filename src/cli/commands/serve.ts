@@ -1,10 +1,11 @@
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig, redactConfig, type Config } from "../config/config.js";
-import { loadDemoDataset } from "../ingest/demo.js";
-import { IngestValidationError, ingestFiles } from "../ingest/ingest.js";
-import { createRelgraph } from "../relgraph.js";
-import { closeOnSignals } from "../server.js";
-import { createStore } from "../store/index.js";
+import { ConfigError, loadConfig, redactConfig, type Config } from "../../config/config.js";
+import { loadDemoDataset } from "../../synthetic/demo.js";
+import { IngestValidationError, ingestFiles } from "../../ingest/ingest.js";
+import { createRelgraph } from "../../relgraph.js";
+import { closeOnSignals } from "../../server.js";
+import { createStore } from "../../store/index.js";
+import type { CommandIo } from "../io.js";
 
 const HELP = `Usage: relgraph serve [--port P] [--data FILE.jsonl ...]
 
@@ -18,17 +19,11 @@ Options:
   -h, --help        show this help
 `;
 
-/** The streams serve reports to. */
-export interface ServeIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
-
 /**
  * `relgraph serve`: opens the configured store, fills the embedded one, composes relgraph
  * (relgraph.ts) and serves until SIGINT/SIGTERM. Resolves with -1 while serving.
  */
-export async function runServe(argv: string[], io: ServeIo): Promise<number> {
+export async function runServe(argv: string[], io: CommandIo): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({

@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
-import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys.js";
-import { loadConfig } from "../config/config.js";
-import { createStore } from "../store/index.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../../auth/api-keys.js";
+import { loadConfig } from "../../config/config.js";
+import { createStore } from "../../store/index.js";
+import type { CommandIo } from "../io.js";
 
 const HELP = `Usage: relgraph keys create [--label TEXT] [--rate N] | list | revoke ID
 
@@ -14,14 +15,8 @@ Revocation takes effect on running servers within 5 seconds (their lookup cache)
              the key gets the servers' RATE_LIMIT.
 `;
 
-/** The streams a command writes to. */
-export interface KeysIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
-
 /** `relgraph keys ...`; resolves with the exit code. */
-export async function runKeys(argv: string[], io: KeysIo): Promise<number> {
+export async function runKeys(argv: string[], io: CommandIo): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runFollow } from "../../src/feed/cli.js";
-import type { CliIo } from "../../src/ingest/cli.js";
+import { runFollow } from "../../src/cli/commands/follow.js";
+import type { CommandIo } from "../../src/cli/io.js";
 import { JOURNAL } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import type { GraphStore } from "../../src/store/store.js";
@@ -22,7 +22,7 @@ import {
   type Commands,
   type Follower,
   type RedisEnv,
-} from "./helpers.js";
+} from "../feed/helpers.js";
 
 /*
  * `relgraph follow` as operators run it: a process of dist/ on a real redis-server or a real
@@ -76,7 +76,7 @@ describe("relgraph follow, its command line", () => {
           done();
         },
       });
-    const captured: CliIo & { out(): string; err(): string } = { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)), out: () => out, err: () => err };
+    const captured: CommandIo & { out(): string; err(): string } = { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)), out: () => out, err: () => err };
     return captured;
   };
 

@@ -2,13 +2,13 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { runGenerate, runIngest } from "../../src/ingest/cli.js";
-import { demoWallet } from "../../src/ingest/demo-wallet.js";
+import { runGenerate, runIngest } from "../../src/cli/commands/ingest.js";
+import { demoWallet } from "../../src/synthetic/demo-wallet.js";
 import { createClient } from "redis";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { captureIo } from "../support/cli-io.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
-import { addr, createFileBox, dump, userLine, type FileBox } from "./helpers.js";
+import { addr, createFileBox, dump, userLine, type FileBox } from "../ingest/helpers.js";
 
 
 const ENV_KEYS = ["REDIS_URL", "REDIS_CLUSTER_NODES"] as const;

@@ -3,12 +3,12 @@ import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { ConfigError, loadConfig } from "../config/config.js";
-import type { CliIo } from "../ingest/cli.js";
-import { createStore, engineName } from "../store/index.js";
-import { createFeedMetrics } from "../metrics/metrics.js";
-import { createFeedConsumer, DEFAULT_LINGER_MS, type FeedConsumer, type FeedProgress } from "./consumer.js";
-import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "./stream.js";
+import { ConfigError, loadConfig } from "../../config/config.js";
+import type { CommandIo } from "../io.js";
+import { createStore, engineName } from "../../store/index.js";
+import { createFeedMetrics } from "../../metrics/metrics.js";
+import { createFeedConsumer, DEFAULT_LINGER_MS, type FeedConsumer, type FeedProgress } from "../../feed/consumer.js";
+import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "../../feed/stream.js";
 
 /** The stream `relgraph follow` reads unless told otherwise. */
 export const DEFAULT_STREAM = "relgraph:changes";
@@ -59,7 +59,7 @@ stream or store cannot be opened; 2 usage or configuration error.
 `;
 
 /** `relgraph follow [...]`; argv holds the arguments after "follow". Resolves with the exit code once stopped. */
-export async function runFollow(argv: string[], io: CliIo): Promise<number> {
+export async function runFollow(argv: string[], io: CommandIo): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -235,7 +235,7 @@ function progressLogger(logger: pino.Logger): (progress: FeedProgress) => void {
   };
 }
 
-function usage(io: CliIo, problem: string): number {
+function usage(io: CommandIo, problem: string): number {
   io.stderr.write(`relgraph follow: ${problem}\nRun "relgraph follow --help" for usage.\n`);
   return 2;
 }

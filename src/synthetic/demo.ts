@@ -1,5 +1,5 @@
 import type { GenerateOptions } from "./generate.js";
-import { ingestRecords, type IngestOptions, type IngestResult, type IngestTarget } from "./ingest.js";
+import { ingestRecords, type IngestOptions, type IngestResult, type IngestTarget } from "../ingest/ingest.js";
 
 /**
  * The bundled demo dataset: `relgraph generate` with no options writes the same records. Its demo

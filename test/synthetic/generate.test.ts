@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import { Wallet } from "ethers";
 import { describe, expect, it } from "vitest";
-import { demoWallet, DEMO_WALLETS } from "../../src/ingest/demo-wallet.js";
-import { DEMO_DATASET, loadDemoDataset } from "../../src/ingest/demo.js";
+import { demoWallet, DEMO_WALLETS } from "../../src/synthetic/demo-wallet.js";
+import { DEMO_DATASET, loadDemoDataset } from "../../src/synthetic/demo.js";
 import type { IngestRecord, UserLine } from "../../src/ingest/format.js";
-import { generateJsonLines, generateRecords, type GenerateOptions } from "../../src/ingest/generate.js";
+import { generateJsonLines, generateRecords, type GenerateOptions } from "../../src/synthetic/generate.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
-import { dump } from "./helpers.js";
+import { dump } from "../ingest/helpers.js";
 
 function digest(options: GenerateOptions): string {
   const hash = createHash("sha256");

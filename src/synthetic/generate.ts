@@ -16,7 +16,7 @@
  * never held as text.
  */
 import { buildAdjacency, type Adjacency } from "./adjacency.js";
-import type { IngestRecord, ReleaseLine, UserLine } from "./format.js";
+import type { IngestRecord, ReleaseLine, UserLine } from "../ingest/format.js";
 import { DEMO_WALLETS, demoWallet } from "./demo-wallet.js";
 import { createPrng, type Prng } from "./prng.js";
 

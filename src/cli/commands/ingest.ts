@@ -2,19 +2,12 @@ import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config/config.js";
-import { createStore } from "../store/index.js";
-import { DEMO_DATASET } from "./demo.js";
-import { STDIN, ingestFiles, type IngestProgress } from "./ingest.js";
-import { IngestValidationError } from "./validate.js";
-
-/** The streams a command writes to: process.stdout and process.stderr when run from the shell. */
-export interface CliIo {
-  /** Read by "relgraph ingest -" (process.stdin by default). */
-  stdin?: NodeJS.ReadableStream;
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
+import { loadConfig } from "../../config/config.js";
+import type { CommandIo } from "../io.js";
+import { createStore } from "../../store/index.js";
+import { DEMO_DATASET } from "../../synthetic/demo.js";
+import { STDIN, ingestFiles, type IngestProgress } from "../../ingest/ingest.js";
+import { IngestValidationError } from "../../ingest/validate.js";
 
 const INGEST_HELP = `Usage: relgraph ingest [--dry-run] [--max-errors N] FILE.jsonl ... | -
 
@@ -54,7 +47,7 @@ Options:
 `;
 
 /** `relgraph ingest FILE.jsonl ...`; argv holds the arguments after "ingest". Resolves with the exit code. */
-export async function runIngest(argv: string[], io: CliIo): Promise<number> {
+export async function runIngest(argv: string[], io: CommandIo): Promise<number> {
   let args;
   try {
     args = parseArgs({
@@ -126,7 +119,7 @@ export async function runIngest(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** `relgraph generate [...]`; argv holds the arguments after "generate". Resolves with the exit code. */
-export async function runGenerate(argv: string[], io: CliIo): Promise<number> {
+export async function runGenerate(argv: string[], io: CommandIo): Promise<number> {
   let args;
   try {
     args = parseArgs({
@@ -159,7 +152,7 @@ export async function runGenerate(argv: string[], io: CliIo): Promise<number> {
   }
   // Loaded here, not with the module: it brings ethers (the demo wallets' addresses), which
   // `relgraph ingest` would otherwise load for nothing at every start.
-  const { generateJsonLines } = await import("./generate.js");
+  const { generateJsonLines } = await import("../../synthetic/generate.js");
   let lines: Iterable<string>;
   try {
     lines = generateJsonLines({
@@ -223,7 +216,7 @@ function progressPrinter(stderr: NodeJS.WritableStream): (progress: IngestProgre
   };
 }
 
-function usage(io: CliIo, command: string, problem: string): number {
+function usage(io: CommandIo, command: string, problem: string): number {
   io.stderr.write(`relgraph ${command}: ${problem}\nRun "relgraph ${command} --help" for usage.\n`);
   return 2;
 }

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runDecrypt, runKeygen, runKeynode, type CommandIo } from "../../src/crypto/cli.js";
+import { runDecrypt, runKeygen, runKeynode } from "../../src/cli/commands/crypto.js";
+import type { CommandIo } from "../../src/cli/io.js";
 import { readKeyShare, readPublicKeyNetwork } from "../../src/crypto/key-network-file.js";
 
 let dir: string;

@@ -3,10 +3,10 @@ import { createWriteStream } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import type { CliIo } from "../ingest/cli.js";
-import { DatasetFormatError, isGraphTool, readGraphTool, readNostrSocialGraph, toJsonLines } from "./datasets.js";
-import { LinkPredDataError, runLinkPrediction, type LinkPredReport } from "./linkpred.js";
-import { METRICS, type Estimate } from "./metrics.js";
+import type { CommandIo } from "../io.js";
+import { DatasetFormatError, isGraphTool, readGraphTool, readNostrSocialGraph, toJsonLines } from "../../eval/datasets.js";
+import { LinkPredDataError, runLinkPrediction, type LinkPredReport } from "../../eval/linkpred.js";
+import { METRICS, type Estimate } from "../../eval/metrics.js";
 
 const HELP = `Usage: relgraph eval linkpred|convert [options]
 
@@ -54,7 +54,7 @@ default for Nostr).
 `;
 
 /** `relgraph eval ...`; argv holds the arguments after "eval". Resolves with the exit code. */
-export async function runEval(argv: string[], io: CliIo): Promise<number> {
+export async function runEval(argv: string[], io: CommandIo): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "linkpred") return runLinkPred(rest, io);
   if (command === "convert") return runConvert(rest, io);
@@ -66,7 +66,7 @@ export async function runEval(argv: string[], io: CliIo): Promise<number> {
   return 2;
 }
 
-async function runLinkPred(argv: string[], io: CliIo): Promise<number> {
+async function runLinkPred(argv: string[], io: CommandIo): Promise<number> {
   let args;
   try {
     args = parseArgs({
@@ -166,7 +166,7 @@ function interval(estimate: Estimate, digits = 3): string {
   return `${estimate.mean.toFixed(digits)} (${estimate.low.toFixed(digits)}–${estimate.high.toFixed(digits)})`;
 }
 
-async function runConvert(argv: string[], io: CliIo): Promise<number> {
+async function runConvert(argv: string[], io: CommandIo): Promise<number> {
   let args;
   try {
     args = parseArgs({
@@ -208,7 +208,7 @@ async function runConvert(argv: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
-function usage(io: CliIo, help: string, message: string): number {
+function usage(io: CommandIo, help: string, message: string): number {
   io.stderr.write(`${message}\n\n${help}`);
   return 2;
 }

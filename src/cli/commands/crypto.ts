@@ -1,25 +1,18 @@
 import { readFile } from "node:fs/promises";
-import type { Readable, Writable } from "node:stream";
 import { parseArgs } from "node:util";
-import { createSiweVerifier } from "../auth/siwe.js";
-import { loadConfig } from "../config/config.js";
-import { decryptResult, fetchKeyNetwork } from "../client/decrypt.js";
-import type { EncryptedPayload } from "./encryptor.js";
-import { readKeyShare } from "./key-network-file.js";
-import { startKeyNode } from "./key-node.js";
-import { NETWORK_FILE, dealKeyNetwork, shareFileName, writeKeyNetwork } from "./keygen.js";
+import { createSiweVerifier } from "../../auth/siwe.js";
+import { loadConfig } from "../../config/config.js";
+import { decryptResult, fetchKeyNetwork } from "../../client/decrypt.js";
+import type { EncryptedPayload } from "../../crypto/encryptor.js";
+import { readKeyShare } from "../../crypto/key-network-file.js";
+import { startKeyNode } from "../../crypto/key-node.js";
+import { NETWORK_FILE, dealKeyNetwork, shareFileName, writeKeyNetwork } from "../../crypto/keygen.js";
+import type { CommandIo } from "../io.js";
 
 /**
  * `relgraph keygen`, `relgraph keynode` and `relgraph decrypt`. Each returns the process exit code:
  * 0 on success, 1 when the work failed, 2 for a usage error.
  */
-
-/** The streams a command reads and writes; the process's own by default. */
-export interface CommandIo {
-  stdin: Readable;
-  stdout: Writable;
-  stderr: Writable;
-}
 
 const PROCESS_IO: CommandIo = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
 
@@ -182,7 +175,7 @@ export async function runDecrypt(argv: string[], io: CommandIo = PROCESS_IO): Pr
     const messageFile = required(values["message-file"], "--message-file");
     const timeoutMs = integer(values["timeout-ms"], "--timeout-ms", 1, 600_000);
     const message = (await readFile(messageFile, "utf8")).replace(/\r?\n$/, "");
-    const encrypted = encryptedDataOf(await readStdin(io.stdin));
+    const encrypted = encryptedDataOf(await readStdin(io.stdin ?? process.stdin));
     const network = await fetchKeyNetwork(serverUrl, { timeoutMs });
     const plaintext = await decryptResult(encrypted, { network, serverUrl, sig, message, timeoutMs });
     io.stdout.write(`${new TextDecoder().decode(plaintext)}\n`);
@@ -253,7 +246,7 @@ function portOf(url: string | undefined): number {
   return Number(port);
 }
 
-async function readStdin(stdin: Readable): Promise<string> {
+async function readStdin(stdin: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString("utf8");
