@@ -14,10 +14,11 @@ import { protocolOfContentType, withCallMetrics } from "./rpc/call-metrics.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
-import { cappedCompressions, rpcAdmission } from "./rpc/rpc-admission.js";
+import { cappedCompressions, rpcAdmission } from "./rpc/admission.js";
 import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
-import { toPublicError } from "./transport/errors.js";
+import { InvalidArgumentError } from "./domain/errors.js";
+import { errorEnvelope, toPublicError } from "./transport/errors.js";
 import { registerCors } from "./transport/cors.js";
 import { collectRoutes, webPages } from "./web/pages.js";
 
@@ -57,7 +58,7 @@ export interface AppOptions {
 
 /**
  * relgraph as a Fastify plugin: the RelationService over Connect, gRPC and gRPC-Web, gRPC reflection,
- * the REST facade, health endpoints, and the key network. server.ts decides how it listens.
+ * the REST facade, health endpoints, and the key network. create-server.ts builds the server around it; cli/commands/serve.ts listens.
  */
 export async function relgraphApp(app: FastifyInstance, options: AppOptions): Promise<void> {
   const { service, gate, store, keyNetwork, keyNodes = [], verifier, corsOrigins = [], maxRequestBytes, keyNodeRateLimit, metrics } = options;
@@ -68,17 +69,17 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
     if (request.url.startsWith("/api/v1/")) reply.headers(REST_ANSWER_HEADERS);
     // Fastify's own 4xx (a malformed URL, an oversized body) are the client's fault; all else is ours.
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
-      return reply.code(err.statusCode).send({ code: "11600", desc: "malformed request", data: null });
+      return reply.code(err.statusCode).send(errorEnvelope(toPublicError(new InvalidArgumentError("malformed request"))));
     }
     const failure = toPublicError(err, request.log);
-    return reply.code(failure.http).send({ code: failure.code, desc: failure.desc, data: null });
+    return reply.code(failure.http).send(errorEnvelope(failure));
   });
 
   // First, so that its hooks cover every route below, the in-process key nodes included.
   await registerCors(app, corsOrigins);
 
   // Before connect-es arms its deadline timer from these headers.
-  // Callback hooks on every request (see server.ts).
+  // Callback hooks on every request (see create-server.ts).
   app.addHook("onRequest", (request, _reply, done) => {
     clampDeadlineHeaders(request.raw.headers);
     done();

@@ -13,7 +13,7 @@ import { GraphQueries } from "./graph/queries.js";
 import { DEFAULT_RECOMMENDATION_LIMITS } from "./domain/recommendation-limits.js";
 import { createRelationService } from "./rpc/relation-service.js";
 import { createMetrics, registerCacheMetrics, withStoreMetrics } from "./metrics/metrics.js";
-import { createServer } from "./server.js";
+import { createServer } from "./create-server.js";
 import type { GraphStore } from "./store/store.js";
 
 /** The store's shared secret that keys cursors when CURSOR_KEY is unset. */

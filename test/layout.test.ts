@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 const ROOT = path.resolve(".");
 const SRC = path.join(ROOT, "src");
 
-/** "." is the composition root (app.ts, server.ts, relgraph.ts); "gen" is the generated protobuf code. */
+/** "." is the composition root (app.ts, create-server.ts, relgraph.ts); "gen" is the generated protobuf code. */
 const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   domain: [],
   config: ["domain"],

@@ -24,7 +24,7 @@ const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stder
 
 /**
  * Each command's module is loaded only when it runs: loading all of them (the server, the crypto,
- * ethers) cost every command, `relgraph ingest` of a small change file included, about 0.4 s of CPU.
+ * ethers) cost every command, `relgraph ingest` of a small change file included, a noticeable start-up.
  */
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   serve: async (argv) => (await import("./commands/serve.js")).runServe(argv, io),
@@ -40,7 +40,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
 
 /**
  * Bulk loads and the server allocate many short-lived objects per record or request; a larger young
- * generation lets most of them die without being copied (ingestion ran about 1.5x faster). Set here,
+ * generation lets most of them die without being copied, which makes ingestion markedly faster. Set here,
  * before the heavy work starts, because a bin cannot pass V8 flags on its command line.
  */
 const YOUNG_GENERATION_MB = 128;

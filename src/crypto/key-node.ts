@@ -3,6 +3,7 @@ import { createRateLimiter } from "../auth/rate-limit.js";
 import { RELGRAPH_STATEMENTS } from "../auth/siwe.js";
 import { RateLimitedError, RelgraphError } from "../domain/errors.js";
 import { registerCors } from "../transport/cors.js";
+import { toPublicError } from "../transport/errors.js";
 import { decodeScalar, hashIdentity } from "./bls.js";
 import { signDecryptionShare } from "./decryption-share.js";
 import { conditionsFromJson, encryptionIdentity, onlySignerAddress } from "./identity.js";
@@ -51,7 +52,7 @@ const BODY_LIMIT = 64 * 1024;
 /** Thrown inside a request to answer with a 4xx/503 status and a JSON error. */
 class KeyNodeRequestError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 429 | 503,
+    readonly status: keyof typeof ERROR_KINDS,
     message: string,
     readonly code?: string,
   ) {
@@ -194,8 +195,8 @@ async function verify(verifier: AuthorizationVerifier, sig: string, message: str
     return await verifier.verify({ sig, message, statement: RELGRAPH_STATEMENTS });
   } catch (error) {
     if (error instanceof RelgraphError) {
-      const status = error.code === "50300" ? 503 : 401;
-      throw new KeyNodeRequestError(status, error.message, error.code);
+      // The verifier refuses with 10100/10101 (401) or 50300 (503): statuses the key node names.
+      throw new KeyNodeRequestError(toPublicError(error).http as keyof typeof ERROR_KINDS, error.message, error.code);
     }
     throw error;
   }

@@ -1,4 +1,4 @@
-// Keccak alone, not ethers (not even its address subpath, ~0.1 s to load): every `relgraph ingest`
+// Keccak alone, not ethers (not even its address subpath, slow to load): every `relgraph ingest`
 // and `follow` validates addresses, and the checksum is all they need of them.
 import { keccak_256 } from "@noble/hashes/sha3.js";
 

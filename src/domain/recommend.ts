@@ -208,7 +208,7 @@ class TallyScratch {
 }
 
 /**
- * The most occurrences whose scratch arrays are kept between calls (about 35 MB): more than a served
+ * The most occurrences whose scratch arrays are kept between calls: more than a served
  * call reads (5 signals × the member budget, and the user's own friends).
  */
 const KEPT_OCCURRENCES = 2 ** 17;

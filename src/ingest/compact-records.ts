@@ -1,6 +1,6 @@
 /*
- * Friend and follow records, upserts and deletes, are most of a load and of a change feed (87% of the
- * bench's 11.7M records; 80% of its change mix), and releases most of the rest (10% of the mix).
+ * Friend and follow records, upserts and deletes, are most of a load and of a change feed (the bench's
+ * dataset and change mix), and releases most of the rest.
  * Reading each line as a string and then as JSON, and each of its relationIds as a string of its own,
  * was most of the writer's parsing time. Lines in the compact form JSON.stringify writes (no spaces,
  * the fields in the contract's order), whose relationIds match the relationId pattern and whose

@@ -4,7 +4,7 @@ import { Counter, type Metric, type Registry } from "prom-client";
  * prom-client finds a labelled series by hashing its label object (sorting the keys, joining the
  * values) and validating it on every inc and observe, and a histogram's observe also converts its
  * arguments and walks the buckets through object keys: relgraph counts and times every request and
- * every store call, and that was about 6% of a gRPC call's CPU (`node --cpu-prof`). Here a series is
+ * every store call, and that showed in a gRPC call's CPU profile (`node --cpu-prof`). Here a series is
  * found by one Map lookup of its label values joined, and prom-client only renders the totals when
  * /metrics is scraped, in its own text format (the same lines as its Counter and Histogram).
  */

@@ -20,7 +20,7 @@ export type Query = Record<string, string | string[] | undefined>;
 
 /**
  * Parses a query string (the text after "?") as Fastify does by default, whichever server reads
- * it: server.ts makes this Fastify's parser, and the h2c fast path (h2c-handler.ts) calls it.
+ * it: create-server.ts makes this Fastify's parser, and the h2c fast path (h2c-handler.ts) calls it.
  */
 export function parseQuery(text: string): Query {
   return text.length === 0 ? {} : (parse(text) as Query);

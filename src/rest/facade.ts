@@ -11,8 +11,8 @@ import {
 import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
 import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
 import { toContractJson } from "../transport/contract-json.js";
-import { tooLarge, toPublicError, type ErrorLogger } from "../transport/errors.js";
-import { endUnreadRequest } from "../transport/unread-body.js";
+import { errorEnvelope, tooLarge, toPublicError, type ErrorLogger } from "../transport/errors.js";
+import { endUnreadRequest } from "../transport/refused-upload.js";
 import {
   decodeMutualContractInteraction,
   decodeMutualFriend,
@@ -131,7 +131,7 @@ export function refusal(err: unknown, log?: ErrorLogger, headers: Readonly<Recor
   if (err instanceof RateLimitedError) {
     headers = { ...headers, "retry-after": String(err.retryAfterSeconds), ...(err.rateLimit ? rateLimitHeaders(err.rateLimit) : {}) };
   }
-  return { status: failure.http, headers, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) };
+  return { status: failure.http, headers, body: JSON.stringify(errorEnvelope(failure)) };
 }
 
 /** The REST route served at exactly `path` (no query, no decoding), if any. */
@@ -150,7 +150,7 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
   const send = (reply: FastifyReply, answer: RestAnswer) => reply.code(answer.status).headers(answer.headers).type(REST_CONTENT_TYPE).send(answer.body);
 
   // REST is GET only and never reads a body; one declared over the cap is refused rather than drained.
-  // A callback hook, as every hook each request passes through (see server.ts).
+  // A callback hook, as every hook each request passes through (see create-server.ts).
   app.addHook("onRequest", (request, reply, done) => {
     const length = request.headers["content-length"];
     if (length !== undefined && Number(length) > maxRequestBytes) {
@@ -176,7 +176,7 @@ export async function restFacade(app: FastifyInstance, { service, gate, maxReque
         return send(reply, refusal(err, request.log));
       }
       const failure = toPublicError(new InvalidArgumentError(`no such operation: ${request.method} ${request.url.split("?")[0]}`));
-      return send(reply, { status: 404, headers: REST_ANSWER_HEADERS, body: JSON.stringify({ code: failure.code, desc: failure.desc, data: null }) });
+      return send(reply, { status: 404, headers: REST_ANSWER_HEADERS, body: JSON.stringify(errorEnvelope(failure)) });
     },
   });
 }

@@ -19,7 +19,7 @@ export interface RestH2cOptions {
 
 /**
  * The common case of REST over h2c, served straight off the HTTP/2 stream: Node's compatibility
- * API and Fastify cost an h2c request about 30 µs of CPU more than the same request over HTTP/1.1
+ * API and Fastify cost an h2c request markedly more CPU than the same request over HTTP/1.1
  * (bench/README.md). It claims only a GET of a route's exact path with no body, no content-type and
  * no Origin, and answers it with the facade's own answerRoute and query parser, so status, headers
  * and bytes are Fastify's (test/server/differential.test.ts holds them to that). Everything else

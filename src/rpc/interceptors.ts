@@ -5,7 +5,7 @@ import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
 import { DeadlineExceeded, withDeadline } from "../transport/deadline.js";
 import { toConnectError, type ErrorLogger } from "../transport/errors.js";
 
-/** Set on calls that were admitted before their body was read (rpc-admission.ts), so they are not counted twice. */
+/** Set on calls that were admitted before their body was read (admission.ts), so they are not counted twice. */
 export const ADMITTED = createContextKey(false, { description: "relgraph: ApiKey already admitted" });
 
 /** Requires the `apikey` metadata on every call it wraps that was not admitted already. */

@@ -4,13 +4,13 @@ import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connect
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { toConnectError, type ErrorLogger } from "../transport/errors.js";
-import { translateConnectEsRefusal } from "../transport/unreadable-request.js";
+import { translateConnectEsRefusal } from "../transport/malformed-request.js";
 
 /*
  * connect-es reads, decompresses and parses a request before any interceptor runs, and answers what
  * fails there with errors of its own: no ErrorDetail, and codes the contract does not use (malformed
  * protobuf is INTERNAL). The wrapper below finds such answers of a RelationService handler and
- * rewrites them into the contract's (transport/unreadable-request.ts), in each protocol's own form,
+ * rewrites them into the contract's (transport/malformed-request.ts), in each protocol's own form,
  * written with connect-es's own encoders. Errors of the implementation always carry an ErrorDetail
  * (the error interceptor, interceptors.ts), so an answer without one is connect-es's own.
  */

@@ -109,7 +109,7 @@ export type RelationServiceMethods = ReturnType<typeof createRelationService>;
 /*
  * Replies are built as plain init shapes, not messages: every consumer takes them as they are (the REST
  * facade's toContractJson, the unary paths' toBinaryFast, connect-es's own create), and building a
- * message per user, relation, account and game cost about 5% of a REST request.
+ * message per user, relation, account and game was a visible share of a REST request.
  */
 
 function relationOf(user: UserRecord): MessageInitShape<typeof RelationSchema> {

@@ -19,7 +19,7 @@ import { isPlainMessage } from "./plain-message.js";
  * defaults. Accepts a message or its init shape (absent fields take their defaults).
  *
  * It walks the descriptor once, writing plain values directly: the generic path (create, then
- * toJson, then a pass for nulls) cost about 8% of a REST request. Messages that are not plain
+ * toJson, then a pass for nulls) was a visible share of a REST request. Messages that are not plain
  * (plain-message.ts) take the generic path, so new fields stay correct whatever their kind.
  */
 export function toContractJson<Desc extends DescMessage>(

@@ -24,6 +24,18 @@ const CODE_TABLE: Record<ErrorCode, CodeMapping> = {
   "50300": { http: 503, connect: Code.Unavailable },
 };
 
+/** The REST envelope of a failure, as the contract spells it: `{code, desc, data: null}`. */
+export interface ErrorEnvelope {
+  code: ErrorCode;
+  desc: string;
+  data: null;
+}
+
+/** The envelope a REST client gets for `failure`: the one place the envelope is built. */
+export function errorEnvelope(failure: Pick<PublicError, "code" | "desc">): ErrorEnvelope {
+  return { code: failure.code, desc: failure.desc, data: null };
+}
+
 /** An oversized request is a bad request whose status says why: the contract's 11600, shown as 413 / RESOURCE_EXHAUSTED. */
 const TOO_LARGE: CodeMapping = { http: 413, connect: Code.ResourceExhausted };
 

@@ -2,7 +2,7 @@ import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders, Serv
 import type { ConnectError } from "@connectrpc/connect";
 import { contentTypeProto, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { REQUEST_ID_HEADER } from "./request-id.js";
-import { closeUnreadStream } from "./unread-body.js";
+import { closeUnreadStream } from "./refused-upload.js";
 
 /**
  * Re-encodes the `grpc-message` header of gRPC responses the way the gRPC spec says: only `%` and

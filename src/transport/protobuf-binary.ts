@@ -15,11 +15,10 @@ import { isPlainMessage } from "./plain-message.js";
  * byte what protobuf-es's toBinary writes of the message, for plain messages (plain-message.ts).
  *
  * toBinary builds every nested message in a writer of its own and copies it into its parent, and
- * each string through a temporary array: a page of 20 users took about 210 µs, more than the rest of
- * a gRPC call. Here one pass over per-message plans (planOf) builds the reply as a byte string and
+ * each string through a temporary array: a page of users took more than the rest of a gRPC call. Here one pass over per-message plans (planOf) builds the reply as a byte string and
  * Buffer.from copies it once. The earlier two-pass writer into a Buffer spent most of its time in
- * polymorphic reads of the descriptors and in per-byte loops, a third of a gRPC MutualFriend call's
- * profile (bench/README.md, issue 16 item 7). Any other message, a value toBinary
+ * polymorphic reads of the descriptors and in per-byte loops, a large part of a gRPC MutualFriend call's
+ * profile (bench/README.md). Any other message, a value toBinary
  * would refuse, or unknown fields take toBinary itself, so its output and its errors stay the reference.
  *
  * `reserve` bytes are left unwritten at the start, for the caller's framing (a gRPC envelope's

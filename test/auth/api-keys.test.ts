@@ -111,7 +111,7 @@ describe("createApiKeyAuthenticator", () => {
     expect(lookups()).toBe(2);
   });
 
-  it("caches a miss briefly (issue 15, item 16): a repeated unknown key reaches the store once per second", async () => {
+  it("caches a miss briefly: a repeated unknown key reaches the store once per second", async () => {
     let clock = 0;
     const raw = instrumented(createMemoryStore());
     const auth = createApiKeyAuthenticator({ store: raw.store, staticKeys: [], now: () => clock });

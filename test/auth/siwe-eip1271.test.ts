@@ -194,7 +194,7 @@ describe("createSiweVerifier with EIP-1271 contract wallets on a local ganache c
   });
 });
 
-describe("EIP-1271 is asked only of addresses that hold code (issue 15, item 9)", () => {
+describe("EIP-1271 is asked only of addresses that hold code", () => {
   let rpcUrl: string;
   let stub: { close(): void } | undefined;
   let calls: string[] = [];

@@ -4,7 +4,7 @@ import { quantile } from "../../bench/measurements/living.js";
 import { evaluateTargets, renderReport } from "../../bench/report.js";
 
 /*
- * Issue 14's "Speed" table in the bench report: each figure has its row and its target, and a
+ * The living graph's "Speed" table in the bench report: each figure has its row and its target, and a
  * withdrawal trial that never saw its peer go counts against p99 instead of dropping out of it.
  */
 

@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { RELGRAPH_CLI } from "../support/keynodes.js";
 
-/** Issue 15, operator's basics: `relgraph --version`, and a package that holds what a user needs. */
+/** An operator's basics: `relgraph --version`, and a package that holds what a user needs. */
 
 const run = promisify(execFile);
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {

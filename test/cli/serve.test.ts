@@ -121,7 +121,7 @@ describe("relgraph serve", () => {
     }
   });
 
-  it("prints no credential of ETH_RPC_URL or REDIS_URL, in the configuration or in an error (issue 15, item 2)", async () => {
+  it("prints no credential of ETH_RPC_URL or REDIS_URL, in the configuration or in an error", async () => {
     // An RPC endpoint that fails every call: ethers quotes the URL it called in its error.
     const rpc = createServer((_req, res) => res.writeHead(500).end("down"));
     await new Promise<void>((resolve) => rpc.listen(0, "127.0.0.1", resolve));

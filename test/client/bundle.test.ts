@@ -8,7 +8,7 @@ import { build, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
 
 /**
- * Issue 17: relgraph/client runs in browsers. esbuild bundles it for the browser platform with a
+ * Relgraph/client runs in browsers. esbuild bundles it for the browser platform with a
  * plugin that fails the build on any import of a Node built-in (with or without "node:"), and the
  * bundle must not lean on Node's globals either.
  */

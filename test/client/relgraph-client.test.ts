@@ -20,7 +20,7 @@ import { demoExpectation } from "../support/demo-expectations.js";
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /**
- * Issue 17: relgraph/client against a real server holding the demo dataset, over REST, Connect and
+ * Relgraph/client against a real server holding the demo dataset, over REST, Connect and
  * gRPC-Web: every operation answers the same data whatever the protocol, the encrypted two decrypt
  * through the development key nodes to what the dataset holds, errors carry the contract's codes,
  * and its SIWE messages are what the siwe package (the server's parser) reads.

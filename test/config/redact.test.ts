@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig, redactConfig } from "../../src/config/config.js";
 import { redactUrl, redactUrlsIn } from "../../src/config/redact.js";
 
-/** Issue 15, item 2: no credential of a URL reaches a log. */
+/** No credential of a URL reaches a log. */
 describe("URL redaction", () => {
   it.each([
     ["redis://user:s3cret@redis.internal:6379/0", "redis://user:[redacted]@redis.internal:6379/0"],

@@ -9,7 +9,7 @@ import { startRelgraph, type RunningRelgraph } from "../support/relgraph-server.
 import { signAuthorization, startKeyNodes, type KeyNodeProcesses } from "../support/keynodes.js";
 
 /*
- * Issue 15, items 4 and 6: every key node, in-process (the development network) or standalone
+ * Every key node, in-process (the development network) or standalone
  * (`relgraph keynode`), limits decryption-share requests per client address and caps their size.
  * Each request here is refused cheaply (its body is no valid request), so only the limit decides.
  */

@@ -125,7 +125,7 @@ describe("key node", () => {
     expect(mismatch.status).toBe(401);
   });
 
-  it("refuses (401, 10101) a sign-in with another statement, or another domain when SIWE_DOMAINS is set (issue 15, item 5)", async () => {
+  it("refuses (401, 10101) a sign-in with another statement, or another domain when SIWE_DOMAINS is set", async () => {
     const otherSite = await ask(await request(alice, alice.address, "Sign in to Some Other Site."));
     expect(otherSite).toMatchObject({ status: 401, body: { error: "unauthorized", code: "10101" } });
     expect(String(otherSite.body.message)).toMatch(/statement must be "Access to User Profile." or "Access to Relationship Graph."/);

@@ -8,7 +8,7 @@ import { signAuthorization } from "../support/keynodes.js";
 import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /*
- * Issue 15, item 12: a deadline of 2^31 ms or more does not fit Node's timers, which fire such a
+ * A deadline of 2^31 ms or more does not fit Node's timers, which fire such a
  * timeout after 1 ms. Huge deadlines are clamped instead, on the fast paths and on connect-es's.
  * Profile is asked because it takes well over 1 ms (a signature check and an encryption).
  */

@@ -2,7 +2,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 
-/** Issue 15, item 17: every error answer under /api/v1/ is in the envelope, whatever refused it. */
+/** Every error answer under /api/v1/ is in the envelope, whatever refused it. */
 
 /** One raw HTTP/1.1 exchange: for requests fetch would not send, or that Node's parser refuses. */
 function rawHttp(port: number, request: string): Promise<{ status: number; body: string }> {

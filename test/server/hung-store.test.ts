@@ -6,7 +6,7 @@ import { SERVING_WAYS, startRelgraph, type RunningRelgraph } from "../support/re
 import { restGet } from "./http.js";
 
 /*
- * Issue 15, item 15: a Redis that stops answering without closing its socket (here: SIGSTOP) must
+ * A Redis that stops answering without closing its socket (here: SIGSTOP) must
  * not hold every call for long. The bounds are hang guards, far from what a healthy call takes and
  * far below the 15 s every call used to wait: /readyz answers within its second, a query gives up
  * after the store timeout (2 s), and once the connection is known stalled, the next fail at once.

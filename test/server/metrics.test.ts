@@ -6,7 +6,7 @@ import { addr, fixtureRecords } from "../support/fixtures.js";
 import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 import { restGet } from "./http.js";
 
-/** Issue 15, operator's basics: GET /metrics in Prometheus text format, with no ApiKey. */
+/** GET /metrics in Prometheus text format, with no ApiKey. */
 describe("GET /metrics", () => {
   let server: RunningRelgraph;
   let sessions: Http2SessionManager;

@@ -8,7 +8,7 @@ import { addr, fixtureRecords } from "../support/fixtures.js";
 import { RELGRAPH_CLI } from "../support/keynodes.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 
-/** Issue 15, operator's basics: X-Request-Id is accepted or generated, echoed on every answer, and logged. */
+/** X-Request-Id is accepted or generated, echoed on every answer, and logged. */
 
 const PATH = `/${RelationService.typeName}/${RelationService.method.mutualFriend.name}`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -10,7 +10,7 @@ import { SERVING_WAYS, TEST_API_KEY, startRelgraph, type RunningRelgraph } from 
 import { errorDetailsOf } from "./grpc-client.js";
 
 /*
- * Issue 15, items 1 and 14: no request body is read or inflated past MAX_REQUEST_BYTES (64 KiB by
+ * No request body is read or inflated past MAX_REQUEST_BYTES (64 KiB by
  * default), on any protocol or path, and a caller without an ApiKey is refused before its body is read.
  */
 
@@ -97,7 +97,7 @@ const mutualFriend = (size: number) =>
 /** 16 MiB of JSON whitespace around an empty object: tiny compressed, huge inflated, and valid JSON if read whole. */
 const JSON_BOMB = gzipSync(Buffer.concat([Buffer.alloc(16 << 20, 0x20), Buffer.from("{}")]));
 
-describe.each(SERVING_WAYS)("request size limits and admission before reading (issue 15, items 1 and 14) ($name)", ({ env }) => {
+describe.each(SERVING_WAYS)("request size limits and admission before reading ($name)", ({ env }) => {
   let server: RunningRelgraph;
 
   beforeAll(async () => {

@@ -6,7 +6,7 @@ import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/re
 import { closeH2c, connectH2c } from "./http.js";
 
 /*
- * Issue 15, item 7: a slowloris client (connections that send their request a byte at a time, or
+ * A slowloris client (connections that send their request a byte at a time, or
  * nothing at all) cannot hold the server. The timeouts are set short here; the test waits for the
  * server to close each connection, and fails by the test timeout if it never does.
  */

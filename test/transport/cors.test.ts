@@ -8,7 +8,7 @@ import { startKeyNode, type RunningKeyNode } from "../../src/crypto/key-node.js"
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /**
- * Issue 17: CORS_ORIGINS opens REST, Connect, gRPC-Web and the key nodes to pages of those origins,
+ * CORS_ORIGINS opens REST, Connect, gRPC-Web and the key nodes to pages of those origins,
  * with the preflight allowing what connect-es's browser transports send plus ApiKey; other origins,
  * and every origin by default, get no CORS answer at all. Real requests over real sockets, with the
  * headers a browser sends.

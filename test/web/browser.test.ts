@@ -16,7 +16,7 @@ import { injectWallet, launchChromium, watchProblems } from "../support/chromium
 import { demoExpectation } from "../support/demo-expectations.js";
 
 /**
- * Issue 17 in headless Chromium. The demo dApp end to end: a fresh server with the bundled demo
+ * relgraph/client in headless Chromium. The demo dApp end to end: a fresh server with the bundled demo
  * dataset and the development key, the page loaded from another origin than the API (so CORS is on
  * the path of every call, the key nodes' included), a wallet of demo user u1 injected as
  * window.ethereum. Over each protocol the page must sign in, decrypt, and show exactly what the

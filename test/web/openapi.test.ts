@@ -6,7 +6,7 @@ import { REST_ROUTES } from "../../src/rest/facade.js";
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /**
- * Issue 17: GET /openapi.json is valid OpenAPI 3.1, names every route the server serves (and no
+ * GET /openapi.json is valid OpenAPI 3.1, names every route the server serves (and no
  * route it does not), and describes each REST operation as the server runs it: its parameters are
  * the request message's fields, its examples answer, its error examples are what the server says.
  */

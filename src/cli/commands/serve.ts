@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, redactConfig, type Config } from "../../config
 import { loadDemoDataset } from "../../synthetic/demo.js";
 import { IngestValidationError, ingestFiles } from "../../ingest/ingest.js";
 import { createRelgraph } from "../../relgraph.js";
-import { closeOnSignals } from "../../server.js";
+import { closeOnSignals } from "../../create-server.js";
 import { createStore } from "../../store/index.js";
 import type { CommandIo } from "../io.js";
 

@@ -13,8 +13,8 @@ import {
 import { API_KEY_HEADER } from "../../auth/request-gate.js";
 import type { RequestClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
-import { endUnreadRequest } from "../../transport/unread-body.js";
-import { unreadable } from "../../transport/unreadable-request.js";
+import { endUnreadRequest } from "../../transport/refused-upload.js";
+import { unreadable } from "../../transport/malformed-request.js";
 import { toBinaryFast } from "../../transport/protobuf-binary.js";
 import { headerValue } from "../../transport/header-value.js";
 import { readBody, type UnaryCaller } from "./unary-call.js";

@@ -6,7 +6,7 @@ import { API_KEY_HEADER } from "../../auth/request-gate.js";
 import { respondGrpcError } from "../../transport/grpc-message.js";
 import type { Http2StreamClaim } from "../../transport/one-port.js";
 import { REQUEST_ID_HEADER, requestIdOf } from "../../transport/request-id.js";
-import { unreadable } from "../../transport/unreadable-request.js";
+import { unreadable } from "../../transport/malformed-request.js";
 import { toBinaryFast } from "../../transport/protobuf-binary.js";
 import { headerValue } from "../../transport/header-value.js";
 import { readBody, type UnaryCaller } from "./unary-call.js";

@@ -29,8 +29,8 @@ const DEFAULT_LIMITS: CacheLimits = {
 
 /**
  * An intersection longer than the largest page (100) is read again for every page of its cursor
- * chain, and is what two hubs share: SINTER of two hubs costs Redis ~360 µs, which caps it near
- * 2,800 a second. Those are kept; short ones are cheap to recompute.
+ * chain, and is what two hubs share: SINTER of two hubs is costly for Redis, which would cap how many
+ * such pages it serves a second. Those are kept; short ones are cheap to recompute.
  */
 const PAGED_INTERSECTION = 100;
 
@@ -50,7 +50,7 @@ export function createCachedStore(
   const setEpochs = new KeyEpochs<SetCacheKey>();
   const userCache = new BoundedMap<UserId, UserRecord>(max.users);
   // Recommendations and long mutual-friend lists order thousands of ids by relationId per call, so
-  // this cache keeps a loop of its own (through a BoundedMap it cost a recommendation ~20%).
+  // this cache keeps a loop of its own (through a BoundedMap it was a large share of a recommendation).
   const relationIdCache = new IdTable<string>();
   const setSizeCache = new BoundedMap<SetCacheKey, number>(max.setSizes);
   const setMemberCache = new BoundedMap<SetCacheKey, UserId[]>(max.setMembers, (members) => members.length);

@@ -11,7 +11,7 @@
  * While no load has begun since the floor last rose, an invalidation is not remembered: there is no
  * load for it to fail but those the floor already fails. So a server without reads (an idle one
  * while a bulk load changes hundreds of thousands of keys) remembers nothing; remembering each key
- * was over a quarter of its CPU for the load's pushes (bench/README.md, "eleventh pass").
+ * was a large share of its CPU for the load's pushes.
  */
 export class KeyEpochs<K> {
   private epoch = 0;

@@ -66,7 +66,7 @@ const INITIAL_CONNECT_ATTEMPTS = 2;
  * no reply, further commands fail at once (the stall breaker below) until a reply arrives. A closed
  * socket fails commands at once anyway. It is enforced per call rather than per command:
  * node-redis's per-command timeout allocates an AbortSignal and a timer for every command, which cost
- * about 8% of a request. Every relgraph read is well under a millisecond of Redis time.
+ * a visible share of a request. Every relgraph read is well under a millisecond of Redis time.
  */
 export const COMMAND_TIMEOUT_MS = 2_000;
 /** A window of bulk writes (ingestion) may take longer than a read: 10,000 commands under load. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRelgraph, TEST_API_KEY, type RunningRelgraph } from "../../support/relgraph-server.js";
 
 /*
- * Issue 16's protocol ratios under h2load (bench/measurements/protocols.ts), loaded from dist/ as
+ * The protocol ratios under h2load (bench/measurements/protocols.ts), loaded from dist/ as
  * `npm run bench` runs it, since it starts dist/bench/processes/plain-server.js beside itself.
  * `.ci/run` installs h2load (nghttp2-client).
  */

@@ -7,10 +7,9 @@ import { RespSocket, respEndpointOf, type Expect, type Reply, type RespEndpoint 
  * IdSetReads over a socket of its own to a standalone Redis, speaking just enough RESP2 for SCARD,
  * SMEMBERS, SSCAN and SISMEMBER, with members parsed from the reply bytes straight into numbers.
  *
- * Why not node-redis: it costs about 9 µs of CPU per command and 0.4 µs per member (a string per
- * member, then a number), which made reading a median user's neighbourhood (~90 SCARD and ~80
- * SMEMBERS of ~4,000 ids) most of a cold recommendation's CPU. This reader does the same in about a
- * fifth of that. Everything else stays on node-redis.
+ * Why not node-redis: its cost per command and per member (a string per member, then a number)
+ * made reading a median user's neighbourhood (many SCARDs and SMEMBERS of thousands of ids) most of
+ * a cold recommendation's CPU. This reader does the same for much less (bench/README.md). Everything else stays on node-redis.
  *
  * Connects on first use and again after any failure; commands pending on a failed connection are
  * rejected, never resent (they are reads, so the caller may retry). While Redis cannot be reached, a

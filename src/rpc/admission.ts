@@ -14,7 +14,7 @@ import { InvalidArgumentError } from "../domain/errors.js";
 import { protocolOfContentType, type ObserveCall } from "./call-metrics.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
 import { encodeGrpcMessage, respondGrpcError } from "../transport/grpc-message.js";
-import { endUnreadRequest } from "../transport/unread-body.js";
+import { endUnreadRequest } from "../transport/refused-upload.js";
 import { headerValue } from "../transport/header-value.js";
 
 /*
@@ -63,7 +63,7 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
     }
   };
   // A callback hook: REST and every other request pass through it, and a promise each was a cost
-  // (see server.ts). Once a refusal is sent, Fastify runs no further hook or handler.
+  // (see create-server.ts). Once a refusal is sent, Fastify runs no further hook or handler.
   app.addHook("onRequest", (request, reply, done) => {
     // A CORS preflight carries no ApiKey by design; transport/cors.ts answers it.
     if (request.method === "OPTIONS" || !prefixes.some((prefix) => request.url.startsWith(prefix))) return done();
