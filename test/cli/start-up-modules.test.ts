@@ -44,7 +44,7 @@ describe("what the writing commands load at start-up", () => {
   it.each(["ingest", "follow"])("relgraph %s loads neither the protocol paths nor ethers", async (command) => {
     const modules = await modulesLoadedBy(command);
     // The hook works: the command's own module and the store are there.
-    expect(modules.some((url) => url.endsWith("/dist/src/store/redis/redis-write.js"))).toBe(true);
+    expect(modules.some((url) => url.endsWith("/dist/src/store/redis/write/apply.js"))).toBe(true);
     const unneeded = modules.filter(
       (url) => /\/node_modules\/@(bufbuild|connectrpc)\//.test(url) || /\/node_modules\/ethers\//.test(url) || url.includes("/dist/src/rpc/unary/") || url.includes("/dist/src/rest/h2c-handler"),
     );

@@ -5,7 +5,8 @@ import { connectRedis, type RedisConnection } from "../../src/store/redis/connec
 import { loadJournal, saveJournal, type JournalPart } from "../../src/store/redis/journal.js";
 import { JOURNAL, journalChunkKey, RELATION_ID_INDEX, releaseKey, userSetKey } from "../../src/store/redis/keys.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import { completeInterruptedWrite, JournalFormatError, writeBatch } from "../../src/store/redis/redis-write.js";
+import { JournalFormatError } from "../../src/store/redis/journal-format.js";
+import { completeInterruptedWrite, writeBatch } from "../../src/store/redis/write/apply.js";
 import type { GraphStore, IngestBatch } from "../../src/store/store.js";
 import { SERVING_WAYS } from "../support/relgraph-server.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";

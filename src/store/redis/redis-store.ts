@@ -22,7 +22,8 @@ import {
   userAssetsKey,
   userSetKey,
 } from "./keys.js";
-import { completeInterruptedWrite, readRelationIds, readUsers, writeBatch } from "./redis-write.js";
+import { completeInterruptedWrite, writeBatch } from "./write/apply.js";
+import { readRelationIds, readUsers } from "./write/plan.js";
 import { withWriteLease } from "./write-lease.js";
 import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";

@@ -1,44 +1,19 @@
-import type { AssetKind, IdentityKind, UserId, UserRecord } from "../../domain/model.js";
-import { FollowColumns, FriendColumns, identitiesOf, recordCount, relationColumns, staleIdentities, UnknownRelationIdError, type RelationColumns } from "../batch.js";
-import { TextIndex } from "../text-index.js";
-import type { IngestBatch, StreamAcknowledgement, UserInput, WriteProgress } from "../store.js";
-import type { RedisConnection } from "./connection.js";
-import { loadJournal, saveJournal, type JournalPart } from "./journal.js";
-import {
-  addressAssetsKey,
-  assetAddressesKey,
-  assetHoldersKey,
-  FRIEND_DESCRIPTIONS,
-  friendDescriptionsKey,
-  identityIndexKey,
-  pagingStateOwnerKey,
-  RELATION_ID_BY_USER,
-  RELATION_ID_INDEX,
-  RELEASE_ALL,
-  RELEASED_TO,
-  releasedToKey,
-  RELEASES,
-  releaseKey,
-  USER_ID_SEQUENCE,
-  userAssetsKey,
-  userKey,
-  USER_SETS,
-  userSetKey,
-  type UserKeys,
-} from "./keys.js";
-import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "./grouped-commands.js";
-import { BulkStrings, CommandBuffer } from "./resp/command-buffer.js";
-import { chunks } from "./command-chunks.js";
-import { hashGetMany, readIdSets, scanSet, setHasMany } from "./set-reads.js";
+import { type AssetKind, type IdentityKind, type UserId, type UserRecord } from "../../../domain/model.js";
+import { FollowColumns, FriendColumns, UnknownRelationIdError, identitiesOf, recordCount, relationColumns, staleIdentities, type RelationColumns } from "../../batch.js";
+import { type IngestBatch, type StreamAcknowledgement, type UserInput } from "../../store.js";
+import { type RedisConnection } from "../connection.js";
+import { RELATION_ID_BY_USER, RELATION_ID_INDEX, RELEASE_ALL, USER_ID_SEQUENCE, USER_SETS, addressAssetsKey, assetAddressesKey, assetHoldersKey, friendDescriptionsKey, identityIndexKey, pagingStateOwnerKey, releaseKey, releasedToKey, type UserKeys, userAssetsKey, userKey, userSetKey } from "../keys.js";
+import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "../grouped-commands.js";
+import { BulkStrings } from "../resp/command-buffer.js";
+import { chunks } from "../command-chunks.js";
+import { hashGetMany, readIdSets, scanSet, setHasMany } from "../set-reads.js";
 
-/**
- * Set members and hash fields sent at once on the grouped path (relations and assets); the next
- * ones are built meanwhile. Small enough that few commands outlive a scavenge: sending 400,000
- * at a time doubled the scavenging time of a large load's relations.
+/*
+ * Planning a unit of changes from the state before it: every command fixed at planning time, so that
+ * applying it again over a partly applied state ends where one whole application does (apply.ts).
  */
-const ARGS_PER_SEND = 50_000;
 
-const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
+export const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
 
 /**
  * One unit of changes, planned from the state before it: every command it sends is absolute (a
@@ -47,7 +22,7 @@ const ASSET_KINDS: readonly AssetKind[] = ["contracts", "nfts"];
  * keeps (journal.ts). The bulk of a large load, its relation and asset records, stays in the
  * columns it came in and is turned into commands as it is sent.
  */
-interface PlannedUnit {
+export interface PlannedUnit {
   /** Records the unit stands for: the unit of progress. */
   records: number;
   /** Erasures: every trace of each erased user. */
@@ -80,275 +55,8 @@ interface PlannedUnit {
   then: string[][];
 }
 
-/** Options of writeBatch. */
-export interface WriteBatchOptions {
-  onProgress?: (progress: WriteProgress) => void;
-  /** Stream entries the batch came from, acknowledged as part of the unit. */
-  acknowledge?: StreamAcknowledgement;
-  /**
-   * Stored ids of relationIds (null: not stored) read under the same hold of the write lease, with
-   * no write since: the plan reads only the others.
-   */
-  knownIds?: ReadonlyMap<string, UserId | null>;
-}
-
-/**
- * Applies one ingest batch to Redis as one unit: plans it from the state before it (everything it
- * depends on is read up front, in bulk), saves the plan in the journal, applies it as pipelined,
- * per-key grouped traffic with no per-record round trip, then drops the journal. The caller holds
- * the write lease (write-lease.ts) and has completed any interrupted unit first.
- *
- * While it is applied, readers may see part of it, in this order: erasures; new and replaced user
- * records with their identities (a replaced user is answerable throughout: its new identities are
- * in before its old ones go); edge deletes; relation and asset upserts; releases.
- */
-export async function writeBatch(redis: RedisConnection, batch: IngestBatch, options: WriteBatchOptions = {}): Promise<void> {
-  const unit = await planUnit(redis, batch, options.acknowledge, options.knownIds ?? new Map());
-  const journalled = await saveJournal(redis, toJournal(unit));
-  await applyUnit(redis, unit, options.onProgress);
-  await journalled.clear();
-}
-
-/**
- * Applies the unit an interrupted writer left in the journal, if any; resolves with the number of
- * records it stood for (0 when there was none). The caller holds the write lease.
- */
-export async function completeInterruptedWrite(redis: RedisConnection, onProgress?: (progress: WriteProgress) => void): Promise<number> {
-  const journalled = await loadJournal(redis);
-  if (!journalled) return 0;
-  const unit = fromJournal(journalled.parts);
-  await applyUnit(redis, unit, onProgress);
-  await journalled.clear();
-  return unit.records;
-}
-
-async function applyUnit(redis: RedisConnection, unit: PlannedUnit, onProgress?: (progress: WriteProgress) => void): Promise<void> {
-  const total = unit.records;
-  // One sender from the erasures to the releases: each step's first commands go out while the
-  // previous step's last ones are applied, rather than after them. They still reach Redis in this
-  // order, one batch behind the other, so readers see the steps in the order writeBatch gives.
-  const sender = new PipelinedSender(redis);
-  for (const commands of [unit.erase, unit.users, unit.unlink, unit.deletes]) {
-    for (const part of chunks(commands, ARGS_PER_SEND / 10)) await sender.send(part, () => {});
-  }
-  await deleteUserRelations(sender, unit);
-  const small = total - unit.friends.length - unit.follows.length - unit.assets.contracts.length - unit.assets.nfts.length;
-  let written = small;
-  if (written < total) onProgress?.({ written, total });
-  // Each step reports from where it starts: its last batch may be answered after the next step began.
-  const from = (start: number) => (done: number) => onProgress?.({ written: start + done, total });
-  for (const kind of ASSET_KINDS) {
-    written += await writeAssets(sender, kind, unit.assets[kind], unit.owners, from(written));
-  }
-  written += await writeUserRelations(sender, unit, from(written));
-  await writeReleases(sender, unit.releases);
-  await sender.done();
-
-  // Only now, with every new record in place, can users that lost addresses or assets be trimmed
-  // to the union of what their remaining addresses hold. These read the state, which is the same
-  // however often the steps before ran.
-  const trimmed = await readUsers(redis, unit.trims);
-  for (const record of trimmed) if (record) await trimAssets(redis, record.id, record.addresses);
-  for (const [kind, address] of unit.emptied) {
-    const left = await redis.send<number>(addressAssetsKey(kind, address), ["SCARD", addressAssetsKey(kind, address)]);
-    if (left === 0) await redis.send(assetAddressesKey(kind), ["SREM", assetAddressesKey(kind), address]);
-  }
-  await redis.writeAll(unit.then);
-  onProgress?.({ written: total, total });
-}
-
-/**
- * Writes the friend and follow upserts, grouped by key over the whole unit rather than per slice:
- * any slice of a large load spreads over nearly every user, so per-slice grouping left about one
- * member per command, and per-command costs, here and in Redis, were most of the write. Members
- * wait in typed columns, not in strings. Resolves with the number of records written; onProgress
- * gets the running count.
- */
-async function writeUserRelations(sender: PipelinedSender, unit: PlannedUnit, onProgress: (written: number) => void): Promise<number> {
-  const { friends, follows } = unit;
-  // Friends and follows index one list of names: one set of user ids serves both.
-  const users = new DenseUsers(unit.ids);
-  const friendCount = friends.length;
-  const friendSets = users.members("SADD", USER_SETS.friends, 2 * friendCount);
-  const descriptions = users.members("HSET", FRIEND_DESCRIPTIONS, 2 * friendCount, friends.descriptions);
-  const cleared = users.members("HDEL", FRIEND_DESCRIPTIONS, 2 * friendCount);
-  for (let i = 0; i < friendCount; i++) {
-    const ia = friends.a[i]!;
-    const ib = friends.b[i]!;
-    friendSets.add(ia, ib);
-    friendSets.add(ib, ia);
-    // An upsert replaces the relation, its description too: "" is no description.
-    const description = friends.description[i]!;
-    if (friends.descriptions[description] !== "") {
-      descriptions.add(ia, ib, description);
-      descriptions.add(ib, ia, description);
-    } else {
-      cleared.add(ia, ib);
-      cleared.add(ib, ia);
-    }
-  }
-  await sendGroups(sender, [friendSets, descriptions, cleared], (share) => onProgress(Math.floor(share * friendCount)));
-
-  const followCount = follows.length;
-  const following = users.members("SADD", USER_SETS.following, followCount);
-  const followers = users.members("SADD", USER_SETS.followers, followCount);
-  for (let i = 0; i < followCount; i++) {
-    following.add(follows.from[i]!, follows.to[i]!);
-    followers.add(follows.to[i]!, follows.from[i]!);
-  }
-  await sendGroups(sender, [following, followers], (share) => onProgress(friendCount + Math.floor(share * followCount)));
-  return friendCount + followCount;
-}
-
-/**
- * Removes the deleted friend and follow edges, grouped by key over the whole unit as the upserts
- * are; an edge with an end that is not stored (or that the unit erases) has nothing to remove.
- */
-async function deleteUserRelations(sender: PipelinedSender, unit: PlannedUnit): Promise<void> {
-  const { friendDeletes, followDeletes, deleteIds } = unit;
-  if (friendDeletes.length + followDeletes.length === 0) return;
-  const users = new DenseUsers(deleteIds);
-  const friendSets = users.members("SREM", USER_SETS.friends, 2 * friendDeletes.length);
-  const descriptions = users.members("HDEL", FRIEND_DESCRIPTIONS, 2 * friendDeletes.length);
-  for (let i = 0; i < friendDeletes.length; i++) {
-    const ia = friendDeletes.a[i]!;
-    const ib = friendDeletes.b[i]!;
-    if (deleteIds[ia] === 0 || deleteIds[ib] === 0) continue;
-    friendSets.add(ia, ib);
-    friendSets.add(ib, ia);
-    descriptions.add(ia, ib);
-    descriptions.add(ib, ia);
-  }
-  const following = users.members("SREM", USER_SETS.following, followDeletes.length);
-  const followers = users.members("SREM", USER_SETS.followers, followDeletes.length);
-  for (let i = 0; i < followDeletes.length; i++) {
-    const from = followDeletes.from[i]!;
-    const to = followDeletes.to[i]!;
-    if (deleteIds[from] === 0 || deleteIds[to] === 0) continue;
-    following.add(from, to);
-    followers.add(to, from);
-  }
-  await sendGroups(sender, [friendSets, descriptions, following, followers], () => {});
-}
-
-/**
- * Writes one kind of asset records, grouped by key over the whole unit like the user relations:
- * a contract's holders, for one, are spread over the whole load. `owners` holds the owner of each
- * address that has one once the unit is applied. Resolves with the number of records written.
- */
-async function writeAssets(
-  sender: PipelinedSender,
-  kind: AssetKind,
-  records: readonly { address: string; contract: string }[],
-  owners: Map<string, UserId>,
-  onProgress: (written: number) => void,
-): Promise<number> {
-  const addresses = new TextIndex();
-  const assets = new TextIndex();
-  const holders = new TextIndex();
-  const count = records.length;
-  const sets = (keyOf: (subject: number) => string, subjects: { length: number }, members: readonly string[]) =>
-    new GroupedMembers({ command: "SADD", keyOf, subjects, members, capacity: count });
-  const addressAssets = sets((address) => addressAssetsKey(kind, addresses.texts[address]!), addresses.texts, assets.texts);
-  // One key, subject 0.
-  const knownAddresses = sets(() => assetAddressesKey(kind), { length: 1 }, addresses.texts);
-  const userAssets = sets((holder) => userAssetsKey(kind, Number(holders.texts[holder])), holders.texts, assets.texts);
-  const assetHolders = sets((asset) => assetHoldersKey(kind, assets.texts[asset]!), assets.texts, holders.texts);
-  for (const { address, contract } of records) {
-    const addressIndex = addresses.indexOf(address);
-    const assetIndex = assets.indexOf(contract);
-    addressAssets.add(addressIndex, assetIndex);
-    knownAddresses.add(0, addressIndex);
-    const owner = owners.get(address);
-    if (owner === undefined) continue;
-    const holderIndex = holders.indexOf(String(owner));
-    userAssets.add(holderIndex, assetIndex);
-    assetHolders.add(assetIndex, holderIndex);
-  }
-  await sendGroups(sender, [addressAssets, knownAddresses, userAssets, assetHolders], (share) => onProgress(Math.floor(share * count)));
-  return count;
-}
-
-/**
- * Sends the groups' commands through `sender`, building the next ARGS_PER_SEND arguments while the
- * previous ones are in flight; resolves once the last batch is sent (not answered: the caller awaits
- * sender.done() before it reads). onProgress gets the share of arguments answered so far, 1 last.
- */
-async function sendGroups(sender: PipelinedSender, groups: readonly GroupedMembers[], onProgress: (share: number) => void): Promise<void> {
-  const totalArgs = groups.reduce((sum, group) => sum + group.args, 0);
-  let sentArgs = 0;
-  let args = 0;
-  const sent = (batchArgs: number) => () => {
-    sentArgs += batchArgs;
-    onProgress(sentArgs >= totalArgs ? 1 : sentArgs / totalArgs);
-  };
-  const { writeEncoded } = sender.redis;
-  if (writeEncoded) {
-    // Encoded as built: the window hands its bytes over and starts again, as the groups' generators append to it.
-    const window = new CommandBuffer();
-    const send = async () => {
-      const sending = window.take();
-      const batchArgs = args;
-      args = 0;
-      await sender.sendWith(() => writeEncoded(sending), sent(batchArgs));
-    };
-    for (const group of groups) {
-      for (const commandArgs of group.encodeInto(window)) {
-        args += commandArgs;
-        if (args >= ARGS_PER_SEND) await send();
-      }
-    }
-    await send();
-  } else {
-    let commands: string[][] = [];
-    const send = async () => {
-      const sending = commands;
-      commands = [];
-      const batchArgs = args;
-      args = 0;
-      await sender.send(sending, sent(batchArgs));
-    };
-    for (const group of groups) {
-      for (const command of group.commands()) {
-        commands.push(command);
-        args += command.length - 2;
-        if (args >= ARGS_PER_SEND) await send();
-      }
-    }
-    await send();
-  }
-}
-
-/**
- * Sends batches of commands one behind the other: a batch goes out while the caller builds the
- * next, so Redis and this process work in parallel, and at most two batches are held at once.
- */
-class PipelinedSender {
-  private inFlight: Promise<void> = Promise.resolve();
-
-  constructor(readonly redis: RedisConnection) {}
-
-  /** Sends `commands` once the previous batch is answered; `onSent` runs when they are. Rejects with an earlier batch's failure. */
-  send(commands: string[][], onSent: () => void): Promise<void> {
-    return this.sendWith(() => this.redis.writeAll(commands), onSent);
-  }
-
-  /** The same for a batch that `write` sends. */
-  async sendWith(write: () => Promise<void>, onSent: () => void): Promise<void> {
-    await this.inFlight;
-    this.inFlight = write().then(onSent);
-    // Marked handled here; the next send (or done) still sees the failure.
-    this.inFlight.catch(() => {});
-  }
-
-  /** Resolves once every batch sent is answered; rejects with the failure of the last one. */
-  done(): Promise<void> {
-    return this.inFlight;
-  }
-}
-
 /** The users that columns of records name by index, with their ids. */
-class DenseUsers {
+export class DenseUsers {
   /** Each user's id as the decimal text commands carry, made once per user rather than per member. */
   readonly idTexts: string[];
   /** Their RESP bulk strings, shared by every family's commands. */
@@ -375,7 +83,7 @@ class DenseUsers {
 }
 
 /** Plans a batch as one unit, reading everything it depends on from the state before it. */
-async function planUnit(
+export async function planUnit(
   redis: RedisConnection,
   batch: IngestBatch,
   acknowledge: StreamAcknowledgement | undefined,
@@ -612,7 +320,7 @@ async function planAssetDeletes(
  * stay in it throughout; both are absolute, so the unit may be applied again. The reverse index
  * (released-to) changes with them.
  */
-interface ReleaseChanges {
+export interface ReleaseChanges {
   /** The users the changes name, by index: releasers and peers. */
   ids: Float64Array;
   /** By change, the releaser and the peer, as indexes into ids. */
@@ -677,27 +385,6 @@ class IdList {
     }
     return index;
   }
-}
-
-/** Applies release changes: members lost first, so that a narrowed release never shows more than either version. */
-async function writeReleases(sender: PipelinedSender, changes: ReleaseChanges): Promise<void> {
-  const { ids, lostBy, lost, gainedBy, gained } = changes;
-  if (lostBy.length + gainedBy.length === 0) return;
-  const users = new DenseUsers(ids);
-  const all = Number(RELEASE_ALL);
-  const releasesLosing = users.members("SREM", RELEASES, lostBy.length);
-  const unlisted = users.members("SREM", RELEASED_TO, lostBy.length);
-  const releasesGaining = users.members("SADD", RELEASES, gainedBy.length);
-  const listed = users.members("SADD", RELEASED_TO, gainedBy.length);
-  for (let i = 0; i < lostBy.length; i++) {
-    releasesLosing.add(lostBy[i]!, lost[i]!);
-    if (ids[lost[i]!] !== all) unlisted.add(lost[i]!, lostBy[i]!);
-  }
-  for (let i = 0; i < gainedBy.length; i++) {
-    releasesGaining.add(gainedBy[i]!, gained[i]!);
-    if (ids[gained[i]!] !== all) listed.add(gained[i]!, gainedBy[i]!);
-  }
-  await sendGroups(sender, [releasesLosing, unlisted, releasesGaining, listed], () => {});
 }
 
 /** The ids a unit's names have: by relationId for users and releases, by name index for the relation columns. */
@@ -893,138 +580,7 @@ async function readStoredAssets(redis: RedisConnection, addresses: string[]): Pr
   return stored;
 }
 
-/** The unit as journal parts. */
-function toJournal(unit: PlannedUnit): Map<string, JournalPart> {
-  const { friends, follows } = unit;
-  return new Map<string, JournalPart>([
-    [
-      "commands",
-      {
-        json: {
-          format: UNIT_FORMAT,
-          records: unit.records,
-          erase: unit.erase,
-          users: unit.users,
-          unlink: unit.unlink,
-          deletes: unit.deletes,
-          trims: unit.trims,
-          emptied: unit.emptied,
-          then: unit.then,
-          assets: { contracts: unit.assets.contracts.map(pair), nfts: unit.assets.nfts.map(pair) },
-          owners: [...unit.owners],
-          names: friends.names,
-          friendDescriptions: friends.descriptions,
-        },
-      },
-    ],
-    ["ids", unit.ids],
-    ["deleteIds", unit.deleteIds],
-    ["friendA", friends.a],
-    ["friendB", friends.b],
-    ["friendDescription", friends.description],
-    ["followFrom", follows.from],
-    ["followTo", follows.to],
-    ["friendDeleteA", unit.friendDeletes.a],
-    ["friendDeleteB", unit.friendDeletes.b],
-    ["followDeleteFrom", unit.followDeletes.from],
-    ["followDeleteTo", unit.followDeletes.to],
-    ["releaseIds", unit.releases.ids],
-    ["releaseLostBy", unit.releases.lostBy],
-    ["releaseLost", unit.releases.lost],
-    ["releaseGainedBy", unit.releases.gainedBy],
-    ["releaseGained", unit.releases.gained],
-  ]);
-}
-
-/** The unit the journal parts hold. */
-function fromJournal(parts: Map<string, JournalPart>): PlannedUnit {
-  const json = (parts.get("commands") as { json?: JournalledCommands } | undefined)?.json;
-  if (json?.format !== UNIT_FORMAT) {
-    throw new JournalFormatError(`the write journal holds a unit of format ${String(json?.format ?? 1)}, and this relgraph applies format ${UNIT_FORMAT} only: finish it with the relgraph version that wrote it`);
-  }
-  const typed = <T extends Uint32Array | Float64Array>(name: string, kind: new (length: number) => T): T => {
-    const part = parts.get(name);
-    if (!(part instanceof kind)) throw new JournalFormatError(`the write journal's unit lacks its part "${name}"`);
-    return part;
-  };
-  const u32 = (name: string) => typed(name, Uint32Array);
-  const f64 = (name: string) => typed(name, Float64Array);
-  const unpair = ([address, contract]: [string, string]) => ({ address, contract });
-  const deletedFriends = u32("friendDeleteA").length;
-  const names = json.names.length;
-  if (f64("ids").length !== names || f64("deleteIds").length !== names) throw new JournalFormatError("the write journal's ids do not match its names");
-  checkColumns(names, u32("friendA"), u32("friendB"), u32("friendDescription"));
-  checkColumns(names, u32("followFrom"), u32("followTo"));
-  checkColumns(names, u32("friendDeleteA"), u32("friendDeleteB"));
-  checkColumns(names, u32("followDeleteFrom"), u32("followDeleteTo"));
-  const releaseIds = f64("releaseIds");
-  checkColumns(releaseIds.length, u32("releaseLostBy"), u32("releaseLost"));
-  checkColumns(releaseIds.length, u32("releaseGainedBy"), u32("releaseGained"));
-  return {
-    records: json.records,
-    erase: json.erase,
-    users: json.users,
-    unlink: json.unlink,
-    deletes: json.deletes,
-    friends: new FriendColumns(json.names, u32("friendA"), u32("friendB"), json.friendDescriptions, u32("friendDescription")),
-    follows: new FollowColumns(json.names, u32("followFrom"), u32("followTo")),
-    friendDeletes: new FriendColumns(json.names, u32("friendDeleteA"), u32("friendDeleteB"), [""], new Uint32Array(deletedFriends)),
-    followDeletes: new FollowColumns(json.names, u32("followDeleteFrom"), u32("followDeleteTo")),
-    ids: f64("ids"),
-    deleteIds: f64("deleteIds"),
-    assets: { contracts: json.assets.contracts.map(unpair), nfts: json.assets.nfts.map(unpair) },
-    owners: new Map(json.owners),
-    releases: { ids: releaseIds, lostBy: u32("releaseLostBy"), lost: u32("releaseLost"), gainedBy: u32("releaseGainedBy"), gained: u32("releaseGained") },
-    trims: json.trims,
-    emptied: json.emptied,
-    then: json.then,
-  };
-}
-
-/**
- * The layout of a journalled unit (its parts and their meaning), written into it: a unit of another
- * layout (from an older relgraph) is refused rather than applied wrong.
- */
-const UNIT_FORMAT = 3;
-
-/** Thrown when the journal holds a unit this relgraph cannot apply as written; nothing was applied. */
-export class JournalFormatError extends Error {
-  override name = "JournalFormatError";
-}
-
-/**
- * Refuses columns of a journalled unit that differ in length or index past the list they index
- * (relation columns: its names; release changes: their users). The description column is checked
- * for length only.
- */
-function checkColumns(listLength: number, first: Uint32Array, second: Uint32Array, third?: Uint32Array): void {
-  if (second.length !== first.length || (third !== undefined && third.length !== first.length)) {
-    throw new JournalFormatError("the write journal's columns differ in length");
-  }
-  for (let i = 0; i < first.length; i++) {
-    if (first[i]! >= listLength || second[i]! >= listLength) throw new JournalFormatError("the write journal's columns index past their list");
-  }
-}
-
-/** The JSON part of a journalled unit. */
-interface JournalledCommands {
-  format: number;
-  records: number;
-  erase: string[][];
-  users: string[][];
-  unlink: string[][];
-  deletes: string[][];
-  trims: UserId[];
-  emptied: [AssetKind, string][];
-  then: string[][];
-  assets: Record<AssetKind, [string, string][]>;
-  owners: [string, UserId][];
-  /** The relation columns' names, by index. */
-  names: string[];
-  friendDescriptions: string[];
-}
-
-function pair({ address, contract }: { address: string; contract: string }): [string, string] {
+export function pair({ address, contract }: { address: string; contract: string }): [string, string] {
   return [address, contract];
 }
 
@@ -1035,7 +591,7 @@ export async function readUsers(redis: RedisConnection, ids: readonly UserId[]):
 }
 
 /** Removes from a user's asset sets (and their reverse indexes) what its addresses no longer hold. */
-async function trimAssets(redis: RedisConnection, id: UserId, addresses: readonly string[]): Promise<void> {
+export async function trimAssets(redis: RedisConnection, id: UserId, addresses: readonly string[]): Promise<void> {
   for (const kind of ASSET_KINDS) {
     const [current, ...held] = await Promise.all([
       scanSet(redis, userAssetsKey(kind, id)),
