@@ -1,6 +1,6 @@
 import { parseCursorKey } from "../domain/cursor.js";
 import { DEFAULT_RECOMMENDATION_LIMITS } from "../domain/recommendation-limits.js";
-import { redactUrl } from "./redact.js";
+import { redactSeed, redactUrl } from "./redact.js";
 
 /**
  * relgraph's configuration, read once from the environment (CLI flags may override) and validated
@@ -79,6 +79,9 @@ export const SECRET_FIELDS: readonly (keyof Config)[] = ["apiKeys", "cursorKey"]
 /** URL fields, which may carry credentials (a password, a provider key); logs show them through redactUrl. */
 export const URL_FIELDS: readonly (keyof Config)[] = ["redisUrl", "ethRpcUrl"];
 
+/** host:port fields; logs show them through redactSeed. */
+export const SEED_FIELDS: readonly (keyof Config)[] = ["redisClusterNodes"];
+
 /** Thrown when the environment or a flag holds a value relgraph cannot use. */
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -125,9 +128,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     fastPaths: oneOf(env, "FAST_PATHS", ["on", "off"] as const, "on") === "on",
     ...overrides,
   };
-  for (const seed of config.redisClusterNodes) {
-    if (!/^[^:\s]+:\d{1,5}$/.test(seed)) {
-      throw new ConfigError(`REDIS_CLUSTER_NODES: "${seed}" is not host:port`);
+  for (const [index, seed] of config.redisClusterNodes.entries()) {
+    // The message shows the seed as host:port only: a mistyped seed may still carry a credential.
+    if (!/^[^:\s@/?#]+:\d{1,5}$/.test(seed)) {
+      throw new ConfigError(`REDIS_CLUSTER_NODES: seed ${index + 1} (${redactSeed(seed)}) is not host:port; a seed has no user, path or query`);
     }
   }
   for (const origin of config.corsOrigins) {
@@ -150,6 +154,10 @@ export function redactConfig(config: Readonly<Config>): Record<string, unknown> 
   for (const field of URL_FIELDS) {
     const value = config[field];
     if (typeof value === "string") copy[field] = redactUrl(value);
+  }
+  for (const field of SEED_FIELDS) {
+    const value = config[field];
+    if (Array.isArray(value)) copy[field] = value.map((seed) => redactSeed(String(seed)));
   }
   return copy;
 }

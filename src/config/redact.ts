@@ -1,17 +1,16 @@
 /*
- * Credentials travel inside URLs: a Redis password (redis://user:pass@host), an RPC provider's key in
- * the path (https://mainnet.infura.io/v3/<key>) or in the query (?apikey=…). Anything that prints a
- * URL, a configuration or an error that may quote one goes through here first.
+ * Credentials travel inside URLs, wherever a provider chooses to put them: a Redis password in the
+ * userinfo (redis://user:pass@host), an RPC provider's key in the path (https://rpc.example/v2/<key>,
+ * however short) or in the query (?apikey=…). No rule can tell a key from a database number or a route,
+ * so a logged URL keeps only what names the place: its scheme, host and port. Anything that prints a
+ * URL-valued setting, a configuration or an error that may quote one goes through here first.
  */
 
 const REDACTED = "[redacted]";
 
-/** Path segments this long are treated as tokens: provider keys are 20+ characters, Redis db numbers 1–2. */
-const TOKEN_SEGMENT_MIN_LENGTH = 16;
-
 /**
- * A URL with its password, every query value, its fragment and every token-like path segment
- * replaced. Text that is not a URL is replaced whole, since it could be anything.
+ * A URL as scheme://host[:port], everything else (userinfo, path, query, fragment) dropped. Text that
+ * is not a URL is replaced whole, since it could be anything.
  */
 export function redactUrl(text: string): string {
   let url: URL;
@@ -20,17 +19,22 @@ export function redactUrl(text: string): string {
   } catch {
     return REDACTED;
   }
-  if (url.password) url.password = REDACTED;
-  // A URL with only a user (redis://secret@host) may be carrying the password there.
-  else if (url.username && !url.password) url.username = REDACTED;
-  url.pathname = url.pathname
-    .split("/")
-    .map((segment) => (segment.length >= TOKEN_SEGMENT_MIN_LENGTH ? REDACTED : segment))
-    .join("/");
-  for (const name of [...url.searchParams.keys()]) url.searchParams.set(name, REDACTED);
-  url.hash = "";
-  // URL encodes the brackets; the marker reads better as written.
-  return url.toString().replaceAll(encodeURIComponent(REDACTED), REDACTED).replaceAll("%5Bredacted%5D", REDACTED);
+  // `host` is hostname and explicit port; a scheme without an authority (mailto:) keeps nothing else.
+  return url.host ? `${url.protocol}//${url.host}` : `${url.protocol}${REDACTED}`;
+}
+
+/**
+ * A Redis Cluster seed (host:port) as host:port only: a seed written with a user, a path or a query
+ * keeps none of them. Text with no host:port in it is replaced whole.
+ */
+export function redactSeed(seed: string): string {
+  let url: URL;
+  try {
+    url = new URL(`redis://${seed}`);
+  } catch {
+    return REDACTED;
+  }
+  return url.host || REDACTED;
 }
 
 /**

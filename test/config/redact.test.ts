@@ -1,19 +1,30 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, redactConfig } from "../../src/config/config.js";
-import { redactUrl, redactUrlsIn } from "../../src/config/redact.js";
+import { redactSeed, redactUrl, redactUrlsIn } from "../../src/config/redact.js";
 
-/** No credential of a URL reaches a log. */
+/** No credential of a URL reaches a log: a logged URL keeps its scheme, host and port only. */
 describe("URL redaction", () => {
   it.each([
-    ["redis://user:s3cret@redis.internal:6379/0", "redis://user:[redacted]@redis.internal:6379/0"],
-    ["redis://:s3cret@redis.internal:6379", "redis://:[redacted]@redis.internal:6379"],
-    ["redis://s3cret@redis.internal:6379", "redis://[redacted]@redis.internal:6379"],
-    ["rediss://redis.internal:6380/2", "rediss://redis.internal:6380/2"],
-    ["https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef", "https://mainnet.infura.io/v3/[redacted]"],
-    ["https://rpc.example/?apikey=s3cret&chain=1#s3cret", "https://rpc.example/?apikey=[redacted]&chain=[redacted]"],
+    ["redis://user:s3cret@redis.internal:6379/0", "redis://redis.internal:6379"],
+    ["redis://:s3cret@redis.internal:6379", "redis://redis.internal:6379"],
+    ["redis://s3cret@redis.internal:6379", "redis://redis.internal:6379"],
+    ["rediss://redis.internal:6380/2", "rediss://redis.internal:6380"],
+    ["https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef", "https://mainnet.infura.io"],
+    ["https://rpc.example/v2/short", "https://rpc.example"],
+    ["https://rpc.example/?apikey=s3cret&chain=1#s3cret", "https://rpc.example"],
+    ["http://[::1]:8545/key", "http://[::1]:8545"],
     ["not a url s3cret", "[redacted]"],
   ])("%s", (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
+  });
+
+  it.each([
+    ["127.0.0.1:7000", "127.0.0.1:7000"],
+    ["s3cret@redis.internal:7000", "redis.internal:7000"],
+    ["redis.internal:7000/s3cret?k=s3cret", "redis.internal:7000"],
+    ["not a seed s3cret", "[redacted]"],
+  ])("seed %s", (seed, expected) => {
+    expect(redactSeed(seed)).toBe(expected);
   });
 
   it("redacts URLs inside free text, as error messages quote them", () => {
@@ -43,7 +54,7 @@ describe("URL redaction", () => {
     });
     const logged = JSON.stringify(redactConfig(config));
     expect(logged).not.toMatch(/s3cret|alchemy-key|c0ffee|192/);
-    expect(logged).toContain("redis.internal:6379/0");
+    expect(logged).toContain('"redisUrl":"redis://redis.internal:6379"');
     expect(logged).toContain("eth-mainnet.g.alchemy.com");
   });
 });

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createSiweVerifier } from "../../auth/siwe.js";
 import { loadConfig } from "../../config/config.js";
+import { redactUrl } from "../../config/redact.js";
 import { decryptResult, fetchKeyNetwork } from "../../client/decrypt.js";
 import type { EncryptedPayload } from "../../crypto/encryptor.js";
 import { readKeyShare } from "../../crypto/key-network-file.js";
@@ -59,8 +60,9 @@ export async function runKeygen(argv: string[], io: CommandIo = PROCESS_IO): Pro
     const basePort = integer(values["base-port"], "--base-port", 0, 65535 - nodes);
     const urls = values.url ?? [];
     if (urls.length > 0 && urls.length !== nodes) throw new UsageError(`give exactly ${nodes} --url options, one per node`);
-    for (const url of urls) {
-      if (!URL.canParse(url)) throw new UsageError(`--url ${url} is not an absolute URL`);
+    for (const [index, url] of urls.entries()) {
+      // Not quoted: a mistyped URL may still carry a provider's key.
+      if (!URL.canParse(url)) throw new UsageError(`--url number ${index + 1} is not an absolute URL`);
     }
     const dealt = dealKeyNetwork({
       threshold,
@@ -72,7 +74,7 @@ export async function runKeygen(argv: string[], io: CommandIo = PROCESS_IO): Pro
       `Dealt a ${threshold}-of-${nodes} key network into ${out}:\n` +
         `  ${NETWORK_FILE} (public: set KEY_NETWORK_FILE to it on every relgraph server)\n` +
         dealt.network.nodes
-          .map((node) => `  ${shareFileName(node.index)} (SECRET: for the node at ${node.url} only)\n`)
+          .map((node) => `  ${shareFileName(node.index)} (SECRET: for the node at ${redactUrl(node.url)} only)\n`)
           .join(""),
     );
     return 0;
