@@ -1,6 +1,7 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
 import type { CacheStats, GraphStore } from "../store/store.js";
 import { keyedCounter, keyedHistogram } from "./keyed-series.js";
+import { collectProcessMetrics } from "./process-metrics.js";
 
 /** Latency buckets in seconds: relgraph answers in tens of microseconds to a few hundred milliseconds. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -15,7 +16,7 @@ export interface RelgraphMetrics {
 /** Creates the metrics, on a registry of their own (so tests and several servers in one process do not collide). */
 export function createMetrics(): RelgraphMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "relgraph_" });
+  collectProcessMetrics(registry, "relgraph_");
   // Every request is counted and timed: keyed-series.ts says why these are not prom-client's own.
   const requests = keyedCounter(registry, {
     name: "relgraph_requests_total",
@@ -124,7 +125,7 @@ export interface FeedMetricsSource {
  */
 export function createFeedMetrics(source: FeedMetricsSource): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "relgraph_follow_" });
+  collectProcessMetrics(registry, "relgraph_follow_");
   let last: Awaited<ReturnType<FeedMetricsSource["lag"]>> = null;
   let measured: Promise<void> | null = null;
   /** One measurement per scrape, shared by the gauges below; a scrape while Redis is away keeps the last one. */
