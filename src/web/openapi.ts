@@ -120,7 +120,8 @@ export function createOpenApiDocument(version: string, served: readonly ServedRo
               },
             },
           },
-          ...errorResponses({ identified: fields.includes("gameId"), paged, authorized }),
+          // Every operation that names a user or an address answers 11602 when it is unknown.
+          ...errorResponses({ identified: ["address", "socialUsername", "gameId"].some((field) => fields.includes(field)), paged, authorized }),
         },
         ...(statement === null
           ? {}
