@@ -27,7 +27,9 @@ let cluster: TestRedisCluster;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
+  // One after the other: a failed start must not leave the other running, unstopped.
+  redis = await startRedisServer();
+  cluster = await startRedisCluster();
   // The Redis password is the userinfo token, so a serve given it really connects.
   const client = createClient({ url: redis.url });
   await client.connect();

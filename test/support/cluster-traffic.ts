@@ -66,7 +66,7 @@ export function askerOf(url: string, apiKey: string): { ask: Ask; close(): void 
   const ask: Ask = async (protocol, users) => {
     try {
       if (protocol === "rest") {
-        const response = await fetch(`${url}/api/v1/mutualFriend?socialUsername=${users.join(",")}&limit=100`, { headers });
+        const response = await fetch(`${url}/api/v1/mutualFriend?socialUsername=${users.join(",")}&limit=100`, { headers, signal: AbortSignal.timeout(10_000) });
         const body = (await response.json()) as { code: string; data?: { relationId: { relationId: string } }[] };
         if (response.status === 503 && body.code === "50300") return { outcome: "unavailable", names: null };
         if (response.status !== 200 || body.code !== "0") return { outcome: "failed", names: null, detail: `${response.status} ${JSON.stringify(body)}` };
