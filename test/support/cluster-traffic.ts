@@ -201,6 +201,9 @@ export interface Producer {
   /** Indices of entries whose XADD succeeded and reached a replica (WAIT). */
   readonly acknowledged: number[];
   readonly added: number;
+  /** Adds nothing until release(); resolves once no XADD is under way. */
+  hold(): Promise<void>;
+  release(): void;
   stop(): Promise<void>;
 }
 
@@ -209,8 +212,10 @@ export function startProducer(cluster: FaultyCluster, stream: string, prefix: st
   const acknowledged: number[] = [];
   let added = 0;
   let running = true;
+  const gate = new Gate();
   const loop = (async () => {
     for (let k = 0; running; ) {
+      await gate.pass();
       try {
         const records = tripleRecords(prefix, 1, k).map((record) => JSON.stringify(record)).join("\n");
         await connection.send(["XADD", stream, "*", "records", records]);
@@ -221,6 +226,7 @@ export function startProducer(cluster: FaultyCluster, stream: string, prefix: st
       } catch {
         // The stream's master is gone: find its successor on the next try.
       }
+      gate.done();
       await sleep(everyMs);
     }
   })();
@@ -229,8 +235,11 @@ export function startProducer(cluster: FaultyCluster, stream: string, prefix: st
     get added() {
       return added;
     },
+    hold: () => gate.hold(),
+    release: () => gate.release(),
     async stop() {
       running = false;
+      gate.release();
       await loop;
       connection.close();
     },
@@ -251,6 +260,9 @@ export interface Loader {
   readonly runs: LoadRun[];
   /** Batches loaded (a run exited 0). */
   readonly completed: number;
+  /** Starts no run until release(); resolves once no run is under way. */
+  hold(): Promise<void>;
+  release(): void;
   stop(): Promise<void>;
 }
 
@@ -258,15 +270,18 @@ export function startLoader(env: Record<string, string>, dir: string, prefix: st
   const runs: LoadRun[] = [];
   let completed = 0;
   let running = true;
+  const gate = new Gate();
   const loop = (async () => {
     for (let batch = 0; running; batch++) {
       const file = join(dir, `${prefix}${batch}.jsonl`);
       await writeFile(file, tripleRecords(`${prefix}${batch}x`, triplesPerBatch).map((record) => `${JSON.stringify(record)}\n`).join(""));
       // A batch begun is finished, whatever happens meanwhile: that is what is checked.
       for (;;) {
+        await gate.pass();
         const started = performance.now();
         const process = startRelgraphProcess(["ingest", file], env);
         const code = await process.exited;
+        gate.done();
         runs.push({ batch, started, ended: performance.now(), code, output: process.output.slice(-5).join("\n") });
         if (code === 0) break;
         await sleep(200);
@@ -279,11 +294,46 @@ export function startLoader(env: Record<string, string>, dir: string, prefix: st
     get completed() {
       return completed;
     },
+    hold: () => gate.hold(),
+    release: () => gate.release(),
     async stop() {
       running = false;
+      gate.release();
       await loop;
     },
   };
+}
+
+/** Lets a loop's steps through until held; hold() resolves once the step under way is done. */
+class Gate {
+  private held: { promise: Promise<void>; open(): void } | null = null;
+  private busy = false;
+  private idle: (() => void)[] = [];
+
+  async pass(): Promise<void> {
+    while (this.held) await this.held.promise;
+    this.busy = true;
+  }
+
+  done(): void {
+    this.busy = false;
+    for (const resolve of this.idle.splice(0)) resolve();
+  }
+
+  async hold(): Promise<void> {
+    if (!this.held) {
+      let open = () => {};
+      const promise = new Promise<void>((resolve) => (open = resolve));
+      this.held = { promise, open };
+    }
+    if (this.busy) await new Promise<void>((resolve) => this.idle.push(resolve));
+  }
+
+  release(): void {
+    const held = this.held;
+    this.held = null;
+    held?.open();
+  }
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -6,6 +6,7 @@ import type { EncodedCommands } from "./resp/command-buffer.js";
 import { respIdSetReader } from "./resp/id-set-reader.js";
 import { CommandBuffer } from "./resp/command-buffer.js";
 import { chunks } from "./command-chunks.js";
+import { watchClusterSlots } from "./cluster-slots.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
 export type RedisStoreOptions = { url: string } | { clusterNodes: string[] };
@@ -105,6 +106,7 @@ export async function connectRedis(options: RedisStoreOptions, fastPaths = false
     cluster.on("error", ignore);
     await connectOrThrow(() => cluster.connect());
     connected = true;
+    const slots = watchClusterSlots(cluster, options.clusterNodes);
     const breaker = createStallBreaker();
     const send = <T extends Reply>(key: string | undefined, args: string[]) =>
       breaker.track(args, () => cluster.sendCommand<T>(key, false, args));
@@ -122,7 +124,10 @@ export async function connectRedis(options: RedisStoreOptions, fastPaths = false
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
       dataNodes: () => cluster.masters.map((master) => `redis://${master.host}:${master.port}`),
-      close: () => closeQuietly(() => cluster.close()),
+      close: () => {
+        slots.close();
+        return closeQuietly(() => cluster.close());
+      },
     };
   }
 
