@@ -110,7 +110,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   const profileFlags = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   if (options.cpuProfDir) await mkdir(options.cpuProfDir, { recursive: true });
   const relgraph = await start(process.execPath, [...profileFlags, MAIN, "serve"], {
-    env: { REDIS_URL: redisUrl, API_KEYS: apiKey, PORT: String(relgraphPort), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+    env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(relgraphPort), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
     ready: /relgraph listening on/,
   });
   let peer: Managed | null = null;
@@ -190,7 +190,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     startSecondServer: async () => {
       const port = await freePort();
       const second = await start(process.execPath, [MAIN, "serve"], {
-        env: { REDIS_URL: redisUrl, API_KEYS: apiKey, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+        env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
         ready: /relgraph listening on/,
       });
       return { port, stop: () => second.stop() };

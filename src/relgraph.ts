@@ -3,7 +3,7 @@ import { createApiKeyAuthenticator } from "./auth/api-keys.js";
 import { createApiKeyRateLimiter } from "./auth/api-key-rate-limit.js";
 import { createRequestGate } from "./auth/request-gate.js";
 import { createSiweVerifier } from "./auth/siwe.js";
-import type { Config } from "./config/config.js";
+import { ConfigError, type Config } from "./config/config.js";
 import { createDevKeyNetwork } from "./crypto/dev-network.js";
 import { createThresholdEncryptor, type ResultEncryptor } from "./crypto/encryptor.js";
 import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
@@ -138,9 +138,13 @@ async function createEncryption(config: Readonly<Config>, engine: string): Promi
       notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
     };
   }
-  // The contract has serve run the development network whenever no key configuration is given, a
-  // real store included; on a real store it is said loudly, since one process holding every share
-  // protects nothing.
+  // On a real store the development network runs only when asked for (DEV_KEY_NETWORK=1), and is
+  // then said loudly: one process holding every share protects nothing.
+  if (engine !== "memory" && !config.devKeyNetwork) {
+    throw new ConfigError(
+      "no KEY_NETWORK_FILE: on Redis or a Redis Cluster relgraph does not run the development key network by accident. Deal a network with `relgraph keygen` and set KEY_NETWORK_FILE, or set DEV_KEY_NETWORK=1 to run the development network anyway (it protects nothing)",
+    );
+  }
   const dev = createDevKeyNetwork();
   return {
     encryptor: createThresholdEncryptor(dev.network),

@@ -41,6 +41,12 @@ export interface Config {
   cursorKey: Uint8Array | null;
   /** KEY_NETWORK_FILE: the public key-network file written by `relgraph keygen`; null runs a dev network in-process. */
   keyNetworkFile: string | null;
+  /**
+   * DEV_KEY_NETWORK=1: run the in-process development key network on Redis or a cluster when no
+   * KEY_NETWORK_FILE is given; without it, serve refuses to start there (one process holding every
+   * share protects nothing).
+   */
+  devKeyNetwork: boolean;
   /** KEY_NODE_RATE_LIMIT_PER_SECOND: sustained decryption-share requests per second per client address, per key node. */
   keyNodeRatePerSecond: number;
   /** KEY_NODE_RATE_LIMIT_BURST: decryption-share requests a client address may make at once, per key node. */
@@ -111,6 +117,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitWindowSeconds: integer(env, "RATE_LIMIT_WINDOW_SECONDS", 1, 1, 86_400),
     cursorKey: cursorKey(env),
     keyNetworkFile: text(env, "KEY_NETWORK_FILE"),
+    devKeyNetwork: oneOf(env, "DEV_KEY_NETWORK", ["0", "1"] as const, "0") === "1",
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
     encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),

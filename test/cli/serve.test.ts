@@ -91,7 +91,7 @@ describe("relgraph serve", () => {
   it("on Redis with no key configured anywhere, refuses every ApiKey with 10002", async () => {
     const redis = await startRedisServer();
     try {
-      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "" });
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "", DEV_KEY_NETWORK: "1" });
       try {
         expect(served.output.join("\n")).not.toMatch(/development ApiKey/);
         const response = await fetch(`${served.url}/api/v1/mutualContractInteraction?address=0x${"1".repeat(40)},0x${"2".repeat(40)}`, {
@@ -108,10 +108,22 @@ describe("relgraph serve", () => {
     }
   });
 
-  it("on Redis with no key configuration, runs the development key network as the contract says, with a warning", async () => {
+  it("on Redis with no KEY_NETWORK_FILE, refuses to start and says why, unless DEV_KEY_NETWORK=1", async () => {
     const redis = await startRedisServer();
     try {
-      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "" });
+      const refused = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
+        env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "", DEV_KEY_NETWORK: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let said = "";
+      refused.stdout!.on("data", (chunk: Buffer) => (said += chunk.toString()));
+      refused.stderr!.on("data", (chunk: Buffer) => (said += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => refused.once("exit", resolve));
+      expect(code).toBe(2);
+      expect(said).toMatch(/no KEY_NETWORK_FILE.*KEY_NETWORK_FILE.*DEV_KEY_NETWORK=1/s);
+      expect(said).not.toMatch(/listening/);
+
+      const served = await serve([], { REDIS_URL: redis.url, API_KEYS: "k", KEY_NETWORK_FILE: "", DEV_KEY_NETWORK: "1" });
       expect((await fetch(`${served.url}/healthz`)).status).toBe(200);
       served.child.kill("SIGTERM");
       expect(await served.exited).toBe(0);

@@ -48,7 +48,8 @@ export async function startRelgraph(options: StartRelgraphOptions = {}): Promise
   let relgraph: Relgraph | undefined;
   try {
     if (options.records) await ingestRecords(store, options.records);
-    const config = loadConfig({ API_KEYS: TEST_API_KEY, ...options.env });
+    // The development key network on whatever store the test gives, Redis included.
+    const config = loadConfig({ API_KEYS: TEST_API_KEY, DEV_KEY_NETWORK: "1", ...options.env });
     relgraph = await createRelgraph(config, store, { logLevel: false });
     await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
   } catch (err) {
