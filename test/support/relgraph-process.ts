@@ -36,7 +36,8 @@ export function startRelgraphProcess(args: readonly string[], env: Record<string
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close", not "exit": it comes once stdout and stderr are drained, so `output` is whole by then.
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   createInterface({ input: child.stdout! }).on("line", (line) => output.push(line));
   createInterface({ input: child.stderr! }).on("line", (line) => output.push(line));
   let stopped: Promise<void> | null = null;

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { loadDemoDataset } from "../../src/ingest/demo.js";
+import { loadDemoDataset } from "../../src/synthetic/demo.js";
 import { createRelgraph, type Relgraph } from "../../src/relgraph.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import { launchChromium } from "../support/chromium.js";
