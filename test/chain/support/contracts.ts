@@ -53,8 +53,8 @@ export interface Deployed {
   address: string;
   /** Sends a transaction from `from` calling `method`; resolves with its hash once mined (when mining is on). */
   send(from: string, method: string, args?: unknown[]): Promise<string>;
-  /** Reads a view method at the latest block; resolves with its first result. */
-  read<T = bigint>(method: string, args?: unknown[]): Promise<T>;
+  /** Reads a view method at a block (latest by default); resolves with its first result. */
+  read<T = bigint>(method: string, args?: unknown[], blockTag?: string): Promise<T>;
 }
 
 /** anvil's funded, unlocked accounts (lowercase). */
@@ -74,8 +74,8 @@ export async function deploy(anvil: TestAnvil, name: ContractName, from: string)
     async send(sender, method, args = []) {
       return anvil.rpc<string>("eth_sendTransaction", [{ from: sender, to: address, data: abi.encodeFunctionData(method, args), gas: "0x200000" }]);
     },
-    async read<T>(method: string, args: unknown[] = []) {
-      const answer = await anvil.rpc<string>("eth_call", [{ to: address, data: abi.encodeFunctionData(method, args) }, "latest"]);
+    async read<T>(method: string, args: unknown[] = [], blockTag = "latest") {
+      const answer = await anvil.rpc<string>("eth_call", [{ to: address, data: abi.encodeFunctionData(method, args) }, blockTag]);
       return abi.decodeFunctionResult(method, answer)[0] as T;
     },
   };

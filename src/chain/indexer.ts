@@ -1,0 +1,288 @@
+import type { ChainBlock, ChainHeader } from "./answers.js";
+import type { BlockRange, ChainReader } from "./chain-reader.js";
+import { deriveBlock, type BlockFacts, type ContractFilter } from "./derive.js";
+import {
+  keysOf,
+  parsePosition,
+  parseWindow,
+  POSITION_FIELD,
+  POSITION_SPACE,
+  UnitPlanner,
+  WINDOW_SPACE,
+  type ChangeRecord,
+  type Position,
+  type StateChange,
+  type StateValues,
+  type WindowEntry,
+} from "./ledger.js";
+import { InvalidAnswerError, RpcClosedError, sleep } from "./rpc-client.js";
+
+/**
+ * The indexer's loop: find the block to reach (the head less the confirmations, or the finalized
+ * block), read the next range of blocks, check that it continues the stored position, derive its
+ * facts, and apply them with the new position as one unit of the store's writer. A stored
+ * position whose block the chain no longer holds is a reorg: the blocks back to the common
+ * ancestor are undone from the undo window, in the same unit that applies the new branch.
+ *
+ * Anything that fails while the chain is read (an outage, an answer refused) is retried with
+ * backoff: the indexer runs for days, and an outage is something to wait out. Only a store that
+ * cannot be continued (another chain's position, a reorg deeper than the window) stops it.
+ */
+
+/** What the indexer needs of a store: its own kept state, and units applied under the write lease. */
+export interface LedgerStore {
+  /** Runs `work` as the store's only writer. */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /** The fields' values in one space of kept state (null: absent). */
+  readState(space: string, fields: readonly string[]): Promise<(string | null)[]>;
+  /** Every field of one space of kept state. */
+  readStateSpace(space: string): Promise<Map<string, string>>;
+  /** Applies change records and state changes as ONE unit of the writer; called under `exclusive`. */
+  apply(records: readonly ChangeRecord[], state: readonly StateChange[]): Promise<void>;
+}
+
+/** Thrown when the store cannot be continued from this chain; the indexer stops. */
+export class LedgerMismatchError extends Error {
+  override name = "LedgerMismatchError";
+}
+
+/** Which block the indexer follows: the head less some confirmations, or the finalized block. */
+export type Finality = { confirmations: number } | { finalized: true };
+
+/** Options of createIndexer. */
+export interface IndexerOptions {
+  store: LedgerStore;
+  chain: ChainReader;
+  finality: Finality;
+  contracts: ContractFilter;
+  /** First block indexed when the store holds no position. */
+  fromBlock: number;
+  /** Stop once this block is applied; null: follow the chain until stopped. */
+  toBlock: number | null;
+  /** Blocks read and applied as one unit at most. */
+  unitBlocks?: number;
+  /** Blocks behind the head whose undo is kept: the deepest reorg the indexer can undo. */
+  windowBlocks?: number;
+  /** How often the head is polled once the indexer has caught up. */
+  pollMs?: number;
+  /** Told of each unit applied. */
+  onUnit?: (unit: UnitReport) => void;
+  /** Told of a round that failed and will be retried. */
+  onRetry?: (error: unknown, waitMs: number) => void;
+  /** Told of a reorg found, before it is undone. */
+  onReorg?: (reorg: { from: number; ancestor: number }) => void;
+}
+
+/** What one applied unit did. */
+export interface UnitReport {
+  /** The position after the unit. */
+  position: Position;
+  head: number;
+  target: number;
+  blocks: number;
+  undone: number;
+  records: number;
+}
+
+/** Counters since the start. */
+export interface IndexerStats {
+  head: number | null;
+  indexed: number | null;
+  target: number | null;
+  blocks: number;
+  records: number;
+  reorgs: number;
+  blocksUndone: number;
+  retries: number;
+}
+
+/** The running indexer. */
+export interface Indexer {
+  /** Runs until stopped, or until toBlock is applied; rejects only with LedgerMismatchError or a store failure it cannot retry. */
+  run(): Promise<IndexerStats>;
+  /** Stops after the unit in progress (a unit not yet being written is dropped). */
+  stop(): void;
+  stats(): IndexerStats;
+}
+
+const DEFAULT_UNIT_BLOCKS = 200;
+const DEFAULT_WINDOW_BLOCKS = 128;
+const DEFAULT_POLL_MS = 250;
+const RETRY_BASE_MS = 250;
+const RETRY_MAX_MS = 15_000;
+
+/** Creates an indexer; nothing runs until run(). */
+export function createIndexer(options: IndexerOptions): Indexer {
+  const { store, chain } = options;
+  const unitBlocks = options.unitBlocks ?? DEFAULT_UNIT_BLOCKS;
+  const windowBlocks = options.windowBlocks ?? DEFAULT_WINDOW_BLOCKS;
+  const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+  const stopping = new AbortController();
+  const stats: IndexerStats = { head: null, indexed: null, target: null, blocks: 0, records: 0, reorgs: 0, blocksUndone: 0, retries: 0 };
+  let chainId = "";
+
+  async function readPosition(): Promise<Position | null> {
+    const [text] = await store.readState(POSITION_SPACE, [POSITION_FIELD]);
+    const position = parsePosition(text);
+    if (position && position.chainId !== chainId) {
+      throw new LedgerMismatchError(`the store indexes chain ${position.chainId}, and the RPC serves chain ${chainId}: index another chain into another store`);
+    }
+    return position;
+  }
+
+  async function readTarget(): Promise<number> {
+    const head = await chain.head();
+    stats.head = head;
+    const target = "finalized" in options.finality ? await chain.finalized() : head - options.finality.confirmations;
+    stats.target = options.toBlock === null ? target : Math.min(target, options.toBlock);
+    return stats.target;
+  }
+
+  /** The facts of a range: blocks with the code of their transactions' targets looked up. */
+  async function factsOf(range: BlockRange): Promise<BlockFacts[]> {
+    const facts: BlockFacts[] = [];
+    for (const block of range.blocks) {
+      const targets = [...new Set(block.transactions.flatMap((tx) => (tx.to !== null && (options.contracts === null || options.contracts.has(tx.to)) ? [tx.to] : [])))];
+      const code = await chain.hasCode(targets, block.number);
+      const withCode = new Set(targets.filter((_, i) => code[i]));
+      facts.push(deriveBlock(block, range.logs.get(block.number) ?? [], (address) => withCode.has(address), options.contracts));
+    }
+    return facts;
+  }
+
+  /**
+   * The common ancestor of the stored blocks and the chain, and the window entries above it
+   * (newest first), which the reorg undoes.
+   */
+  async function findAncestor(position: Position): Promise<{ ancestor: ChainHeader; undo: WindowEntry[] }> {
+    const window = parseWindow(await store.readStateSpace(WINDOW_SPACE));
+    const undo: WindowEntry[] = [];
+    // The window holds the newest blocks applied, one after another down from the position; a
+    // block missing from it cannot be undone.
+    for (const [i, entry] of window.entries()) {
+      if (entry.number !== position.number - i) break;
+      const header = await chain.header(entry.number);
+      if (header === null) throw new InvalidAnswerError(`the node has no block ${entry.number} while a reorg is traced back`);
+      if (header.hash === entry.hash) return { ancestor: header, undo };
+      undo.push(entry);
+      if (entry.number === 0) break;
+      // The oldest entry's parent, when the chain still holds it, is the ancestor (the window keeps no undo for it).
+      if (i === window.length - 1) {
+        const parent = await chain.header(entry.number - 1);
+        if (parent !== null && parent.hash === entry.parentHash) return { ancestor: parent, undo };
+      }
+    }
+    throw new LedgerMismatchError(
+      `block ${position.number} (${position.hash}) is no longer on the chain, and the reorg reaches deeper than the blocks whose undo the store keeps: reindex into a fresh store`,
+    );
+  }
+
+  /** One round: applies one unit if there is one to apply; resolves false when there is nothing to do yet. */
+  async function round(): Promise<boolean> {
+    const target = await readTarget();
+    const position = await readPosition();
+    stats.indexed = position?.number ?? null;
+    if (options.toBlock !== null && position !== null && position.number >= options.toBlock) return false;
+
+    let undo: WindowEntry[] = [];
+    let base: ChainHeader | null = null;
+    if (position !== null) {
+      const header = await chain.header(position.number);
+      // A node that does not have the block yet (one behind the node that gave the head) says
+      // nothing about a reorg: the next round asks again.
+      if (header === null) return false;
+      if (header.hash !== position.hash) {
+        const found = await findAncestor(position);
+        undo = found.undo;
+        base = found.ancestor;
+        options.onReorg?.({ from: position.number, ancestor: base.number });
+      } else base = header;
+    }
+    const from = base === null ? options.fromBlock : base.number + 1;
+    const to = Math.min(target, from + unitBlocks - 1);
+    let range: BlockRange | null = null;
+    if (to >= from) {
+      range = await chain.range(from, to);
+      // Not there yet (a node behind the one that gave the head), or no longer on the branch the
+      // check above found: the next round looks again.
+      if (range === null || (base !== null && range.blocks[0]!.parentHash !== base.hash)) return false;
+    }
+    if (range === null && undo.length === 0) return false;
+    const facts = range === null ? [] : await factsOf(range);
+    if (stopping.signal.aborted) return false;
+    const last: ChainBlock | ChainHeader = range?.blocks.at(-1) ?? base!;
+    const next: Position = { number: last.number, hash: last.hash, chainId };
+
+    const report = await store.exclusive(async () => {
+      // Another indexer on the same store may have moved the position since it was read: this
+      // round's plan is then stale, and the next round starts from where that one left.
+      const now = await readPosition();
+      if (now?.number !== position?.number || now?.hash !== position?.hash) return null;
+      const planner = new UnitPlanner(await readValues(keysOf(facts, undo)));
+      planner.undoBlocks(undo);
+      for (const block of facts) planner.applyBlock(block, block.number > stats.head! - windowBlocks);
+      // Blocks that fall out of the window by this unit (fields that were never written are no harm).
+      const previous = position?.number ?? from - 1;
+      for (let n = Math.max(0, previous - windowBlocks + 1); n <= next.number - windowBlocks; n++) planner.forget(n);
+      const unit = planner.finish(next);
+      await store.apply(unit.records, unit.state);
+      return { position: next, head: stats.head!, target, blocks: unit.applied, undone: unit.undone, records: unit.records.length };
+    });
+    if (report === null) return true;
+    stats.indexed = next.number;
+    stats.blocks += report.blocks;
+    stats.records += report.records;
+    if (report.undone > 0) {
+      stats.reorgs++;
+      stats.blocksUndone += report.undone;
+    }
+    options.onUnit?.(report);
+    return true;
+  }
+
+  async function readValues(keys: Map<string, Set<string>>): Promise<StateValues> {
+    const values: StateValues = new Map();
+    await Promise.all(
+      [...keys].map(async ([space, fieldSet]) => {
+        const fields = [...fieldSet];
+        const found = await store.readState(space, fields);
+        const map = new Map<string, string>();
+        fields.forEach((field, i) => {
+          const value = found[i];
+          if (value !== null && value !== undefined) map.set(field, value);
+        });
+        values.set(space, map);
+      }),
+    );
+    return values;
+  }
+
+  return {
+    async run() {
+      let failures = 0;
+      while (!stopping.signal.aborted) {
+        try {
+          if (chainId === "") chainId = await chain.chainId();
+          const moved = await round();
+          failures = 0;
+          if (options.toBlock !== null && stats.indexed !== null && stats.indexed >= options.toBlock) break;
+          if (!moved) await sleep(pollMs, stopping.signal);
+        } catch (error) {
+          if (error instanceof LedgerMismatchError) throw error;
+          if (error instanceof RpcClosedError || stopping.signal.aborted) break;
+          failures++;
+          stats.retries++;
+          const backoff = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(failures - 1, 16));
+          const waitMs = backoff / 2 + Math.random() * (backoff / 2);
+          options.onRetry?.(error, Math.round(waitMs));
+          await sleep(waitMs, stopping.signal).catch(() => {});
+        }
+      }
+      return { ...stats };
+    },
+    stop() {
+      stopping.abort();
+    },
+    stats: () => ({ ...stats }),
+  };
+}

@@ -1,0 +1,175 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createChainReader } from "../../src/chain/chain-reader.js";
+import { createIndexer, type Finality, type Indexer } from "../../src/chain/indexer.js";
+import { parsePosition, POSITION_FIELD, POSITION_SPACE } from "../../src/chain/ledger.js";
+import { createRpcClient, type RpcClient } from "../../src/chain/rpc-client.js";
+import { startAnvil, type TestAnvil } from "./support/anvil.js";
+import { accounts, deploy, waitReceipt, type Deployed } from "./support/contracts.js";
+import { MemoryLedger } from "./support/memory-ledger.js";
+import { chainOracle } from "./support/oracle.js";
+import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy.js";
+
+/*
+ * The indexer's loop on a real anvil, applying to a ledger in memory (the CLI's tests run it on
+ * Redis): what it holds is compared, after each step, with what the chain itself says.
+ */
+
+let anvil: TestAnvil;
+let proxy: RpcProxy;
+let users: string[];
+let nft: Deployed;
+let multi: Deployed;
+let coin: Deployed;
+let book: Deployed;
+const running: { indexer: Indexer; done: Promise<unknown>; rpc: RpcClient }[] = [];
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  proxy = await startRpcProxy(anvil.url);
+  users = await accounts(anvil);
+  nft = await deploy(anvil, "Collectible", users[0]!);
+  multi = await deploy(anvil, "MultiToken", users[0]!);
+  coin = await deploy(anvil, "Coin", users[0]!);
+  book = await deploy(anvil, "Guestbook", users[0]!);
+});
+afterEach(async () => {
+  for (const { indexer, done, rpc } of running.splice(0)) {
+    indexer.stop();
+    rpc.close();
+    await done.catch(() => {});
+  }
+});
+afterAll(async () => {
+  await proxy?.close();
+  await anvil?.stop();
+});
+
+function start(ledger: MemoryLedger, options: { finality?: Finality; urls?: string[]; contracts?: Set<string>; toBlock?: number } = {}) {
+  const rpc = createRpcClient({ urls: options.urls ?? [anvil.url], baseBackoffMs: 20, maxBackoffMs: 200, maxRetryAfterMs: 1_000 });
+  const indexer = createIndexer({
+    store: ledger,
+    chain: createChainReader(rpc, { contracts: options.contracts ?? null, initialLogRange: 64 }),
+    finality: options.finality ?? { confirmations: 0 },
+    contracts: options.contracts ?? null,
+    fromBlock: 0,
+    toBlock: options.toBlock ?? null,
+    unitBlocks: 7,
+    pollMs: 30,
+  });
+  const done = indexer.run();
+  running.push({ indexer, done, rpc });
+  return { indexer, done };
+}
+
+async function send(contract: Deployed, from: string, method: string, args: unknown[] = []): Promise<void> {
+  await waitReceipt(anvil, await contract.send(from, method, args));
+}
+
+async function block(tag: number | "latest"): Promise<{ number: number; hash: string }> {
+  const found = await anvil.rpc<{ number: string; hash: string }>("eth_getBlockByNumber", [tag === "latest" ? tag : `0x${tag.toString(16)}`, false]);
+  return { number: Number.parseInt(found.number, 16), hash: found.hash };
+}
+
+/** Waits until the ledger's position is the chain's block `number` (that very block, by hash). */
+async function synced(ledger: MemoryLedger, number: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const position = parsePosition((await ledger.readState(POSITION_SPACE, [POSITION_FIELD]))[0]);
+    if (position && position.number === number && position.hash === (await block(number)).hash) return;
+    if (Date.now() > deadline) throw new Error(`the indexer did not reach block ${number}; it is at ${JSON.stringify(position)}`);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+  }
+}
+
+const oracle = (upTo?: number) => chainOracle(anvil, users, { nft, multi, others: [coin, book] }, { upTo });
+
+describe("the indexer on anvil", () => {
+  it("follows mints, transfers, batch transfers, burns and the sale of a last token at 0 confirmations", async () => {
+    const [, a, b, c] = users as [string, string, string, string];
+    const ledger = new MemoryLedger();
+    start(ledger);
+    await send(nft, a, "mint", [a, 1]);
+    await send(nft, a, "mint", [a, 2]);
+    await send(nft, a, "transferFrom", [a, b, 1]);
+    await send(multi, b, "mintBatch", [b, [1, 2], [3, 4]]);
+    await send(multi, b, "transferBatch", [c, [1, 2], [3, 4]]);
+    await send(coin, a, "mint", [a, 50]);
+    await send(coin, a, "transfer", [c, 5]);
+    await send(book, c, "sign");
+    await send(nft, a, "burn", [2]);
+    await synced(ledger, (await block("latest")).number);
+    const expected = await oracle();
+    expect(ledger.lines()).toEqual(expected);
+    expect(expected).toContain(`nft ${c} ${multi.address}`);
+    expect(expected).not.toContain(`nft ${b} ${multi.address}`);
+    expect(expected).not.toContain(`nft ${a} ${nft.address}`);
+    expect(expected.filter((line) => line.includes(coin.address) && line.startsWith("nft"))).toEqual([]);
+  });
+
+  it("undoes a reorg at 0 confirmations: nothing of the abandoned blocks stays", async () => {
+    const [, , , , d, e] = users as [string, string, string, string, string, string];
+    const ledger = new MemoryLedger();
+    const { indexer } = start(ledger);
+    const snapshot = await anvil.rpc<string>("evm_snapshot");
+    await send(nft, d, "mint", [d, 10]);
+    await send(book, d, "sign");
+    await synced(ledger, (await block("latest")).number);
+    expect(ledger.lines()).toContain(`nft ${d} ${nft.address}`);
+    expect(ledger.lines()).toContain(`interaction ${d} ${book.address}`);
+
+    await anvil.rpc("evm_revert", [snapshot]);
+    await send(nft, e, "mint", [e, 11]);
+    await send(coin, e, "mint", [e, 1]);
+    await send(coin, e, "mint", [e, 2]);
+    await synced(ledger, (await block("latest")).number);
+    const expected = await oracle();
+    expect(ledger.lines()).toEqual(expected);
+    expect(expected).not.toContain(`nft ${d} ${nft.address}`);
+    expect(expected).not.toContain(`interaction ${d} ${book.address}`);
+    expect(indexer.stats().reorgs).toBeGreaterThanOrEqual(1);
+  });
+
+  it("with 3 confirmations, undoes a reorg deeper than the confirmations", async () => {
+    const [, , , , , , f, g] = users as [string, string, string, string, string, string, string, string];
+    const ledger = new MemoryLedger();
+    const { indexer } = start(ledger, { finality: { confirmations: 3 } });
+    const before = (await block("latest")).number;
+    await synced(ledger, before - 3);
+    const snapshot = await anvil.rpc<string>("evm_snapshot");
+    for (let id = 20; id < 26; id++) await send(nft, f, "mint", [f, id]);
+    await synced(ledger, before + 3);
+    expect(ledger.lines()).toContain(`nft ${f} ${nft.address}`);
+
+    await anvil.rpc("evm_revert", [snapshot]);
+    await send(book, g, "sign");
+    for (let n = 0; n < 4; n++) await anvil.rpc("evm_mine");
+    const head = (await block("latest")).number;
+    expect(head).toBe(before + 5);
+    await synced(ledger, head - 3);
+    expect(ledger.lines()).toEqual(await oracle(head - 3));
+    expect(ledger.lines()).not.toContain(`nft ${f} ${nft.address}`);
+    expect(indexer.stats().blocksUndone).toBe(3);
+  });
+
+  it("stops after --to-block, restricted to --contracts", async () => {
+    const ledger = new MemoryLedger();
+    const toBlock = (await block("latest")).number - 2;
+    const { done } = start(ledger, { toBlock, contracts: new Set([nft.address]) });
+    const stats = (await done) as { indexed: number };
+    expect(stats.indexed).toBe(toBlock);
+    const expected = (await oracle(toBlock)).filter((line) => line.endsWith(nft.address));
+    expect(ledger.lines()).toEqual(expected);
+    expect(expected.length).toBeGreaterThan(0);
+  });
+
+  it("gets everything right through a dead endpoint, a rate-limited one and a capped eth_getLogs", async () => {
+    const ledger = new MemoryLedger();
+    Object.assign(proxy.faults, { rateLimited: 3, retryAfter: "0", maxLogs: 2, wrongBlocks: 2 });
+    start(ledger, { urls: ["http://127.0.0.1:9", proxy.url] });
+    await synced(ledger, (await block("latest")).number);
+    expect(ledger.lines()).toEqual(await oracle());
+    expect(proxy.counts.capped).toBeGreaterThan(0);
+    expect(proxy.counts["429"]).toBe(3);
+    expect(proxy.counts.wrongBlock).toBe(2);
+  });
+});
