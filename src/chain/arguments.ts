@@ -1,0 +1,153 @@
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import type { Finality } from "./indexer.js";
+
+/** `relgraph index`'s options, checked. */
+export interface IndexArguments {
+  rpc: string[];
+  fromBlock: number;
+  toBlock: number | null;
+  finality: Finality;
+  /** Lowercase contract addresses, or null for every contract. */
+  contracts: Set<string> | null;
+  metricsPort: number | null;
+  help: boolean;
+}
+
+/** Thrown for arguments `relgraph index` cannot run with; the command exits 2 with its message. */
+export class IndexUsageError extends Error {
+  override name = "IndexUsageError";
+}
+
+/** Confirmations unless told otherwise: deep enough that an ordinary reorg is over before a block is applied. */
+export const DEFAULT_CONFIRMATIONS = 12;
+const MAX_CONFIRMATIONS = 10_000;
+
+export const INDEX_HELP = `Usage: relgraph index --rpc URL [--rpc URL …] [--from-block N] [--to-block N]
+                      [--confirmations N | --finalized] [--contracts ADDR,…|FILE] [--metrics-port P]
+
+Follows one EVM chain over standard JSON-RPC and keeps its contract interactions and NFT holdings
+in the configured Redis (REDIS_URL) or Redis Cluster (REDIS_CLUSTER_NODES), as change records
+applied through the same atomic writer as "relgraph ingest":
+  interaction {address, contract}  the address sent a transaction to a contract (an address with code)
+  nft {address, contract}          the address holds a token of an ERC-721 collection (Transfer with
+                                   four topics) or an ERC-1155 one (TransferSingle, TransferBatch);
+                                   deleted when its balance of the collection falls to zero
+ERC-20 transfers (Transfer with three topics) make no nft record; the zero address is never a holder.
+
+The position (block number and hash), the hashes and undo of the recent blocks, and the balances
+are stored with the changes they cover, in the same unit: a restarted or killed indexer resumes from
+the store, and never applies a block twice or skips one. A reorg is undone back to the common
+ancestor, and the new branch applied.
+
+Options:
+  --rpc URL              a JSON-RPC endpoint over http(s); repeat it for failover, in order of
+                         preference: an endpoint that fails or rate-limits is set aside with backoff
+  --from-block N         the first block, on the first run only (default 0)
+  --to-block N           stop once block N is applied (default: follow the chain until stopped)
+  --confirmations N      apply a block once N blocks follow it (default ${DEFAULT_CONFIRMATIONS}); 0 applies at once
+                         and undoes what a reorg removes
+  --finalized            follow the chain's finalized block instead
+  --contracts LIST|FILE  index only these contracts: comma-separated addresses, or a file of
+                         addresses (one per line or comma-separated; # starts a comment)
+  --metrics-port PORT    serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's):
+                         head, indexed block, lag, reorgs undone and RPC errors
+  -h, --help             show this help
+
+Progress: a status line on a terminal (blocks/s, records/s, lag to the head); JSON lines (pino) on
+stderr otherwise. SIGINT or SIGTERM stop it after the unit in progress. An RPC that cannot be reached
+is retried with backoff, never fatal once started.
+
+Exit status: 0 stopped by a signal or after --to-block; 1 the store cannot be opened or continued
+(another chain, a reorg deeper than the undo window); 2 usage or configuration error.
+`;
+
+const BLOCK = /^(0|[1-9]\d{0,15})$/;
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/** Checks `relgraph index`'s arguments (after "index"); reads a --contracts file. Throws IndexUsageError. */
+export async function parseIndexArguments(argv: readonly string[]): Promise<IndexArguments> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        rpc: { type: "string", multiple: true },
+        "from-block": { type: "string" },
+        "to-block": { type: "string" },
+        confirmations: { type: "string" },
+        finalized: { type: "boolean" },
+        contracts: { type: "string" },
+        "metrics-port": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new IndexUsageError((error as Error).message);
+  }
+  const empty: IndexArguments = { rpc: [], fromBlock: 0, toBlock: null, finality: { confirmations: DEFAULT_CONFIRMATIONS }, contracts: null, metricsPort: null, help: true };
+  if (values.help) return empty;
+
+  const rpc = values.rpc ?? [];
+  if (rpc.length === 0) throw new IndexUsageError("--rpc URL is required (repeat it for failover)");
+  for (const url of rpc) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch {
+      // reported below
+    }
+    if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new IndexUsageError(`--rpc must be an http:// or https:// URL, got "${url}"`);
+  }
+  const block = (flag: "from-block" | "to-block"): number | null => {
+    const text = values[flag];
+    if (text === undefined) return null;
+    if (!BLOCK.test(text) || !Number.isSafeInteger(Number(text))) throw new IndexUsageError(`--${flag} must be a block number (0 or more), got "${text}"`);
+    return Number(text);
+  };
+  const fromBlock = block("from-block") ?? 0;
+  const toBlock = block("to-block");
+  if (toBlock !== null && toBlock < fromBlock) throw new IndexUsageError(`--to-block (${toBlock}) must not be below --from-block (${fromBlock})`);
+
+  if (values.finalized && values.confirmations !== undefined) throw new IndexUsageError("--confirmations and --finalized exclude each other: give one");
+  let finality: Finality = { confirmations: DEFAULT_CONFIRMATIONS };
+  if (values.finalized) finality = { finalized: true };
+  else if (values.confirmations !== undefined) {
+    const text = values.confirmations;
+    if (!/^\d{1,5}$/.test(text) || Number(text) > MAX_CONFIRMATIONS) throw new IndexUsageError(`--confirmations must be an integer from 0 to ${MAX_CONFIRMATIONS}, got "${text}"`);
+    finality = { confirmations: Number(text) };
+  }
+
+  const port = values["metrics-port"];
+  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65_535)) throw new IndexUsageError(`--metrics-port must be a port from 0 to 65535, got "${port}"`);
+
+  return {
+    rpc,
+    fromBlock,
+    toBlock,
+    finality,
+    contracts: values.contracts === undefined ? null : await contractList(values.contracts),
+    metricsPort: port === undefined ? null : Number(port),
+    help: false,
+  };
+}
+
+/** --contracts: addresses separated by commas, or the name of a file of them. */
+async function contractList(value: string): Promise<Set<string>> {
+  let text = value;
+  let source = "--contracts";
+  if (!value.split(",").every((item) => ADDRESS.test(item.trim()))) {
+    try {
+      text = await readFile(value, "utf8");
+    } catch (error) {
+      throw new IndexUsageError(`--contracts is neither a list of addresses nor a readable file: "${value}" (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+    source = value;
+    text = text.replace(/#[^\n]*/g, "");
+  }
+  const items = text.split(/[\s,]+/).filter((item) => item !== "");
+  const wrong = items.find((item) => !ADDRESS.test(item));
+  if (wrong !== undefined) throw new IndexUsageError(`${source}: "${wrong}" is not an address (0x and 40 hex digits)`);
+  if (items.length === 0) throw new IndexUsageError(`${source} lists no contract`);
+  return new Set(items.map((item) => item.toLowerCase()));
+}
