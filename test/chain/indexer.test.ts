@@ -6,6 +6,7 @@ import { createRpcClient, type RpcClient } from "../../src/chain/rpc-client.js";
 import { startAnvil, type TestAnvil } from "./support/anvil.js";
 import { accounts, deploy, waitReceipt, type Deployed } from "./support/contracts.js";
 import { MemoryLedger } from "./support/memory-ledger.js";
+import { makeHistory } from "./support/history.js";
 import { chainOracle } from "./support/oracle.js";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy.js";
 
@@ -171,5 +172,22 @@ describe("the indexer on anvil", () => {
     expect(proxy.counts.capped).toBeGreaterThan(0);
     expect(proxy.counts["429"]).toBe(3);
     expect(proxy.counts.wrongBlock).toBe(2);
+  });
+
+  it("keeps up with a seeded history of mixed activity, reorged in the middle", async () => {
+    const ledger = new MemoryLedger();
+    const { indexer } = start(ledger, { finality: { confirmations: 2 } });
+    const contracts = { nft, multi, coin, book };
+    const state = await makeHistory(anvil, contracts, users.slice(1), 60, 7);
+    const snapshot = await anvil.rpc<string>("evm_snapshot");
+    const fork = structuredClone(state);
+    await makeHistory(anvil, contracts, users.slice(1), 20, 8, state);
+    await synced(ledger, (await block("latest")).number - 2);
+    await anvil.rpc("evm_revert", [snapshot]);
+    await makeHistory(anvil, contracts, users.slice(1), 30, 9, fork);
+    const head = (await block("latest")).number;
+    await synced(ledger, head - 2);
+    expect(ledger.lines()).toEqual(await oracle(head - 2));
+    expect(indexer.stats().blocksUndone).toBeGreaterThanOrEqual(18);
   });
 });
