@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import type { Finality } from "./indexer.js";
+import { DEFAULT_UNIT_BLOCKS, type Finality } from "./indexer.js";
 
 /** `relgraph index`'s options, checked. */
 export interface IndexArguments {
@@ -11,6 +11,8 @@ export interface IndexArguments {
   /** Lowercase contract addresses, or null for every contract. */
   contracts: Set<string> | null;
   metricsPort: number | null;
+  /** Blocks read and applied as one unit at most. */
+  unitBlocks: number;
   help: boolean;
 }
 
@@ -21,6 +23,7 @@ export class IndexUsageError extends Error {
 
 /** Confirmations unless told otherwise: deep enough that an ordinary reorg is over before a block is applied. */
 export const DEFAULT_CONFIRMATIONS = 12;
+const MAX_UNIT_BLOCKS = 10_000;
 const MAX_CONFIRMATIONS = 10_000;
 
 export const INDEX_HELP = `Usage: relgraph index --rpc URL [--rpc URL …] [--from-block N] [--to-block N]
@@ -52,6 +55,7 @@ Options:
                          addresses (one per line or comma-separated; # starts a comment)
   --metrics-port PORT    serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's):
                          head, indexed block, lag, reorgs undone and RPC errors
+  --unit-blocks N        blocks read and applied as one unit at most (default ${DEFAULT_UNIT_BLOCKS})
   -h, --help             show this help
 
 Progress: a status line on a terminal (blocks/s, records/s, lag to the head); JSON lines (pino) on
@@ -79,13 +83,14 @@ export async function parseIndexArguments(argv: readonly string[]): Promise<Inde
         finalized: { type: "boolean" },
         contracts: { type: "string" },
         "metrics-port": { type: "string" },
+        "unit-blocks": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
   } catch (error) {
     throw new IndexUsageError((error as Error).message);
   }
-  const empty: IndexArguments = { rpc: [], fromBlock: 0, toBlock: null, finality: { confirmations: DEFAULT_CONFIRMATIONS }, contracts: null, metricsPort: null, help: true };
+  const empty: IndexArguments = { rpc: [], fromBlock: 0, toBlock: null, finality: { confirmations: DEFAULT_CONFIRMATIONS }, contracts: null, metricsPort: null, unitBlocks: DEFAULT_UNIT_BLOCKS, help: true };
   if (values.help) return empty;
 
   const rpc = values.rpc ?? [];
@@ -121,6 +126,9 @@ export async function parseIndexArguments(argv: readonly string[]): Promise<Inde
   const port = values["metrics-port"];
   if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65_535)) throw new IndexUsageError(`--metrics-port must be a port from 0 to 65535, got "${port}"`);
 
+  const unit = values["unit-blocks"] ?? String(DEFAULT_UNIT_BLOCKS);
+  if (!/^[1-9]\d{0,4}$/.test(unit) || Number(unit) > MAX_UNIT_BLOCKS) throw new IndexUsageError(`--unit-blocks must be an integer from 1 to ${MAX_UNIT_BLOCKS}, got "${unit}"`);
+
   return {
     rpc,
     fromBlock,
@@ -128,6 +136,7 @@ export async function parseIndexArguments(argv: readonly string[]): Promise<Inde
     finality,
     contracts: values.contracts === undefined ? null : await contractList(values.contracts),
     metricsPort: port === undefined ? null : Number(port),
+    unitBlocks: Number(unit),
     help: false,
   };
 }

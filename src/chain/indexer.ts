@@ -105,7 +105,8 @@ export interface Indexer {
   stats(): IndexerStats;
 }
 
-const DEFAULT_UNIT_BLOCKS = 200;
+/** Blocks per unit unless told otherwise: a backfill's units stay a few seconds' work each. */
+export const DEFAULT_UNIT_BLOCKS = 200;
 const DEFAULT_WINDOW_BLOCKS = 128;
 const DEFAULT_POLL_MS = 250;
 const RETRY_BASE_MS = 250;
