@@ -190,4 +190,13 @@ describe("the indexer on anvil", () => {
     expect(ledger.lines()).toEqual(await oracle(head - 2));
     expect(indexer.stats().blocksUndone).toBeGreaterThanOrEqual(18);
   });
+
+  it("follows the finalized block with --finalized (anvil finalizes 64 blocks behind its head)", async () => {
+    const ledger = new MemoryLedger();
+    start(ledger, { finality: { finalized: true } });
+    for (let n = 0; n < 70; n++) await anvil.rpc("evm_mine");
+    const head = (await block("latest")).number;
+    await synced(ledger, head - 64);
+    expect(ledger.lines()).toEqual(await oracle(head - 64));
+  });
 });
