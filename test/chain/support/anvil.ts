@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
 import net from "node:net";
-import { dirname, join } from "node:path";
+import { anvilBinary } from "../../../bench/processes/anvil.js";
 
 /*
  * Test harness: a private anvil (from the npm package @foundry-rs/anvil, whose platform package
@@ -21,13 +20,6 @@ export interface TestAnvil {
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   /** Kills the node (if still running) and waits for its exit. Idempotent. */
   stop(): Promise<void>;
-}
-
-/** The anvil binary of the installed platform package. */
-export function anvilBinary(): string {
-  const require = createRequire(import.meta.url);
-  const platform = `@foundry-rs/anvil-${process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
-  return join(dirname(require.resolve(`${platform}/package.json`)), "bin", "anvil");
 }
 
 /** Starts anvil (automining, chain id 31337, its ten funded and unlocked accounts) and waits until it answers. */

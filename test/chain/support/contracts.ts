@@ -1,50 +1,11 @@
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
-import { Interface } from "ethers";
+import { compileContracts, type ContractName } from "../../../bench/workload/chain-contracts.js";
 import type { TestAnvil } from "./anvil.js";
 
 /*
- * The test contracts (contracts/*.sol, written for these tests) compiled with solc-js, and a thin
- * way to deploy and call them through anvil's unlocked accounts: eth_sendTransaction, which anvil
- * mines at once, one block per transaction unless mining is paused.
+ * The test contracts (bench/workload/contracts/, shared with the bench), deployed and called through
+ * anvil's unlocked accounts: eth_sendTransaction, which anvil mines at once, one block per
+ * transaction unless mining is paused.
  */
-
-// solc-js ships no type declarations; this is the one entry point used.
-const solc = createRequire(import.meta.url)("solc") as { compile(input: string): string };
-
-/** The test contracts by name. */
-export type ContractName = "Collectible" | "MultiToken" | "Coin" | "Guestbook";
-const NAMES: readonly ContractName[] = ["Collectible", "MultiToken", "Coin", "Guestbook"];
-
-interface Compiled {
-  abi: Interface;
-  bytecode: string;
-}
-
-let compiled: Map<ContractName, Compiled> | null = null;
-
-/** Compiles every test contract once per process. */
-export function compileContracts(): Map<ContractName, Compiled> {
-  if (compiled) return compiled;
-  const sources = Object.fromEntries(
-    NAMES.map((name) => [`${name}.sol`, { content: readFileSync(fileURLToPath(new URL(`./contracts/${name}.sol`, import.meta.url)), "utf8") }]),
-  );
-  const input = { language: "Solidity", sources, settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } } };
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: { severity: string; formattedMessage: string }[];
-    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
-  };
-  const errors = (output.errors ?? []).filter((error) => error.severity === "error");
-  if (errors.length > 0) throw new Error(errors.map((error) => error.formattedMessage).join("\n"));
-  compiled = new Map(
-    NAMES.map((name) => {
-      const contract = output.contracts[`${name}.sol`]![name]!;
-      return [name, { abi: new Interface(contract.abi as never), bytecode: `0x${contract.evm.bytecode.object}` }];
-    }),
-  );
-  return compiled;
-}
 
 /** A deployed test contract. */
 export interface Deployed {
