@@ -43,6 +43,8 @@ export interface ChainReader {
   hasCode(addresses: readonly string[], number: number): Promise<boolean[]>;
   /** Blocks per eth_getLogs call now. */
   logRange(): number;
+  /** Forgets what it learnt of code: after a reorg, a contract may no longer be deployed. */
+  forgetCode(): void;
 }
 
 /** Blocks asked for in one JSON-RPC batch: full blocks are large, and providers cap batches. */
@@ -169,5 +171,6 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
       return addresses.map((address) => asked.get(address) ?? known(address) ?? false);
     },
     logRange: () => logRange,
+    forgetCode: () => codes.clear(),
   };
 }

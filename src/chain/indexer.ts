@@ -196,6 +196,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
         const found = await findAncestor(position);
         undo = found.undo;
         base = found.ancestor;
+        chain.forgetCode();
         options.onReorg?.({ from: position.number, ancestor: base.number });
       } else base = header;
     }

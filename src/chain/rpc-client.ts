@@ -100,6 +100,7 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
   const closing = new AbortController();
   let nextId = 1;
   let failed = 0;
+  let batchesRefused = false;
 
   function setAside(endpoint: Endpoint, error: string, retryAfterMs: number | null): void {
     failed++;
@@ -179,7 +180,7 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
     return answer.result as T;
   }
 
-  return {
+  const client: RpcClient = {
     async call<T>(method: string, params: unknown[]): Promise<T> {
       const id = nextId++;
       const { answer, endpoint } = await send({ jsonrpc: "2.0", id, method, params }, (answer) => answerProblem(answer, id));
@@ -187,10 +188,14 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
     },
     async batch<T>(calls: readonly RpcCall[]): Promise<T[]> {
       if (calls.length === 0) return [];
+      if (batchesRefused) return Promise.all(calls.map((call) => client.call<T>(call.method, call.params)));
       const first = nextId;
       nextId += calls.length;
       const body = calls.map((call, i) => ({ jsonrpc: "2.0", id: first + i, method: call.method, params: call.params }));
       const { answer, endpoint } = await send(body, (answer) => {
+        // A provider that does not take batches answers with one error object: the calls go one
+        // by one from then on.
+        if (!Array.isArray(answer) && answerProblem(answer, null) === null && (answer as Record<string, unknown>).error) return null;
         if (!Array.isArray(answer)) return "a batch answered with something other than an array";
         if (answer.length !== calls.length) return `a batch of ${calls.length} calls answered with ${answer.length} answers`;
         for (const item of answer) {
@@ -201,6 +206,10 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
         for (let i = 0; i < calls.length; i++) if (!ids.has(first + i)) return "a batch's answers do not match its calls' ids";
         return null;
       });
+      if (!Array.isArray(answer)) {
+        batchesRefused = true;
+        return Promise.all(calls.map((call) => client.call<T>(call.method, call.params)));
+      }
       // Answers may come in any order: they are matched by id.
       const byId = new Map((answer as Record<string, unknown>[]).map((item) => [item.id as number, item]));
       return calls.map((call, i) => resultOf<T>(call.method, byId.get(first + i)!, endpoint));
@@ -208,6 +217,7 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
     errors: () => failed,
     close: () => closing.abort(),
   };
+  return client;
 }
 
 /** Why an answer is not a JSON-RPC 2.0 answer (to the id asked, when given), or null when it is one. */

@@ -26,7 +26,7 @@ async function deadUrl(): Promise<string> {
 }
 
 function reset(): void {
-  Object.assign(proxy.faults, { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0 });
+  Object.assign(proxy.faults, { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false });
 }
 
 describe("createRpcClient", () => {
@@ -95,6 +95,17 @@ describe("createRpcClient", () => {
     ]);
     expect(chainId).toBe("0x7a69");
     expect(block).toMatch(/^0x[0-9a-f]+$/);
+    rpc.close();
+  });
+
+  it("sends the calls of a batch one by one to a provider that refuses batches", async () => {
+    reset();
+    proxy.faults.noBatches = true;
+    const rpc = createRpcClient({ urls: [proxy.url] });
+    expect(await rpc.batch([{ method: "eth_chainId", params: [] }, { method: "eth_chainId", params: [] }])).toEqual(["0x7a69", "0x7a69"]);
+    expect(await rpc.batch([{ method: "eth_chainId", params: [] }])).toEqual(["0x7a69"]);
+    expect(proxy.counts.batchRefused).toBe(1);
+    expect(rpc.errors()).toBe(0);
     rpc.close();
   });
 

@@ -19,6 +19,8 @@ export interface ProxyFaults {
   maxLogs: number | null;
   /** The next N answers to eth_getBlockByNumber with full transactions name another block number. */
   wrongBlocks: number;
+  /** Batches are refused with one JSON-RPC error, as some providers do. */
+  noBatches: boolean;
 }
 
 /** A running proxy. */
@@ -32,7 +34,7 @@ export interface RpcProxy {
 
 /** Starts a proxy on a free loopback port in front of `upstream`. */
 export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
-  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0 };
+  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false };
   const counts: Record<string, number> = {};
   const count = (key: string) => (counts[key] = (counts[key] ?? 0) + 1);
   const server: Server = createServer((request, response) => {
@@ -47,6 +49,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         return;
       }
       for (const call of calls) count(String(call.method));
+      if (faults.noBatches && Array.isArray(JSON.parse(body))) {
+        count("batchRefused");
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch requests are not supported" } }));
+        return;
+      }
       if (faults.down) {
         count("dropped");
         request.socket.destroy();
