@@ -9,7 +9,7 @@ import { createIndexer, type LedgerStore } from "../../src/chain/indexer.js";
 import { createRpcClient } from "../../src/chain/rpc-client.js";
 import { anvilBinary } from "../processes/anvil.js";
 import { freePort, installCleanup, run, start, stopAll } from "../processes/processes.js";
-import { makeChainHistory } from "../workload/chain-history.js";
+import { ANVIL_HISTORY_ARGS, makeChainHistory } from "../workload/chain-history.js";
 
 /*
  * How fast does `relgraph index` backfill a chain, against `relgraph ingest` of the very records it
@@ -22,6 +22,7 @@ import { makeChainHistory } from "../workload/chain-history.js";
 
 const USAGE = `usage: node dist/bench/tools/chain-backfill.js [options]
   --transactions N   transactions of the generated history (default 100000)
+  --users N          addresses that send, receive and hold (default 20000)
   --per-block N      transactions per block (default 500)
   --unit-blocks N    relgraph index --unit-blocks (default its own)
   --seed S           history seed (default 37)
@@ -39,6 +40,7 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       transactions: { type: "string", default: "100000" },
+      users: { type: "string", default: "20000" },
       "per-block": { type: "string", default: "500" },
       "unit-blocks": { type: "string" },
       seed: { type: "string", default: "37" },
@@ -54,9 +56,9 @@ async function main(): Promise<number> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   try {
     const anvilPort = await freePort();
-    await start(anvilBinary(), ["--host", "127.0.0.1", "--port", String(anvilPort), "--no-mining", "--order", "fifo", "--gas-limit", "1000000000", "--accounts", "50"], { ready: /Listening on/ });
+    await start(anvilBinary(), ["--host", "127.0.0.1", "--port", String(anvilPort), ...ANVIL_HISTORY_ARGS], { ready: /Listening on/ });
     const url = `http://127.0.0.1:${anvilPort}`;
-    const history = await makeChainHistory({ url, transactions: Number(values.transactions), perBlock: Number(values["per-block"]), seed: Number(values.seed), log });
+    const history = await makeChainHistory({ url, users: Number(values.users), transactions: Number(values.transactions), perBlock: Number(values["per-block"]), seed: Number(values.seed), log });
     log(`history: ${history.transactions.toLocaleString("en-US")} transactions in blocks 1-${history.head}`);
 
     const unitArgs = values["unit-blocks"] ? ["--unit-blocks", values["unit-blocks"]] : [];

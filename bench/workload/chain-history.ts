@@ -2,16 +2,21 @@ import { compileContracts, type ContractName } from "./chain-contracts.js";
 
 /*
  * A generated chain history for the indexer's backfill measurement: many transactions per block,
- * sent in JSON-RPC batches to an anvil that mines only when told (--no-mining --order fifo), from its
- * unlocked accounts with nonces counted here. The mix: ERC-721 mints and transfers, ERC-1155 batch
+ * sent in JSON-RPC batches to an anvil that mines only when told and sends from any address
+ * (ANVIL_HISTORY_ARGS), from many generated addresses with nonces counted here. The mix: ERC-721 mints and transfers, ERC-1155 batch
  * mints and sales of a holder's whole balance, ERC-20 mints and plain calls. Ownership is tracked
  * as of the last mined block, so that no transaction reverts.
  */
+
+/** anvil's options for a history: mining only when told, in arrival order, from any address, at no gas price. */
+export const ANVIL_HISTORY_ARGS: readonly string[] = ["--no-mining", "--order", "fifo", "--gas-limit", "1000000000", "--auto-impersonate", "--base-fee", "0", "--gas-price", "0"];
 
 /** Options of makeChainHistory. */
 export interface ChainHistoryOptions {
   /** The node's JSON-RPC URL. */
   url: string;
+  /** Addresses that send, receive and hold. */
+  users: number;
   transactions: number;
   perBlock: number;
   seed: number;
@@ -56,16 +61,16 @@ export async function makeChainHistory(options: ChainHistoryOptions): Promise<Ch
   const { url } = options;
   const compiled = compileContracts();
   const [accounts] = await rpc<string[]>(url, [{ method: "eth_accounts", params: [] }]);
-  const users = accounts!.map((account) => account.toLowerCase());
-  const nonces = new Map<string, number>(users.map((user) => [user, 0]));
+  const users = Array.from({ length: options.users }, (_, i) => `0xa11ce${(i + 1).toString(16).padStart(35, "0")}`);
+  const nonces = new Map<string, number>();
   const tx = (from: string, fields: Record<string, string>) => {
-    const nonce = nonces.get(from)!;
+    const nonce = nonces.get(from) ?? 0;
     nonces.set(from, nonce + 1);
-    return { method: "eth_sendTransaction", params: [{ from, nonce: `0x${nonce.toString(16)}`, gas: "0x7a120", ...fields }] };
+    return { method: "eth_sendTransaction", params: [{ from, nonce: `0x${nonce.toString(16)}`, gas: "0x7a120", gasPrice: "0x0", ...fields }] };
   };
   const mine = () => rpc(url, [{ method: "evm_mine", params: [] }]);
 
-  const deployer = users[0]!;
+  const deployer = accounts![0]!.toLowerCase();
   const names: ContractName[] = ["Collectible", "MultiToken", "Coin", "Guestbook"];
   const hashes = await rpc<string>(url, names.map((name) => tx(deployer, { data: compiled.get(name)!.bytecode, gas: "0x4c4b40" })));
   await mine();
