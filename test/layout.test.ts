@@ -27,11 +27,12 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   rpc: ["domain", "auth", "crypto", "graph", "transport", "gen"],
   synthetic: ["domain", "ingest"],
   feed: ["domain", "store", "ingest"],
+  chain: ["domain", "store", "ingest"],
   eval: ["domain", "store", "graph", "ingest", "rpc", "synthetic", "gen"],
   web: ["domain", "transport", "rest", "client", "synthetic", "gen"],
   examples: ["client", "synthetic", "gen"],
   ".": ["domain", "config", "store", "metrics", "auth", "graph", "transport", "crypto", "rest", "rpc", "web", "gen"],
-  cli: ["domain", "config", "store", "metrics", "auth", "ingest", "transport", "crypto", "client", "synthetic", "feed", "eval", "."],
+  cli: ["domain", "config", "store", "metrics", "auth", "ingest", "transport", "crypto", "client", "synthetic", "feed", "chain", "eval", "."],
 };
 
 /** Rules every folder must keep whatever the table says, as the house's plan puts them. */

@@ -105,8 +105,22 @@ export interface StreamAcknowledgement {
   ids: string[];
 }
 
+/**
+ * A change of state that a writer keeps beside the graph (the chain indexer's position, undo
+ * window and balances): one field of one named space, set, or deleted when `value` is null. A write
+ * applies its kept changes as part of its unit, so that the state always describes exactly the
+ * records written.
+ */
+export interface KeptChange {
+  space: string;
+  field: string;
+  value: string | null;
+}
+
 /** Options of GraphWriter.write. */
 export interface WriteOptions {
+  /** State kept with the batch, written in the same unit (after the batch's records). */
+  keep?: readonly KeptChange[];
   /** Called after each flushed part of the write. */
   onProgress?: (progress: WriteProgress) => void;
   /** Stream entries the batch came from (redis engine only). */
@@ -132,6 +146,10 @@ export interface GraphWriter {
    * write left by another process is completed first.
    */
   exclusive<T>(work: () => Promise<T>, options?: Pick<WriteOptions, "onNotice">): Promise<T>;
+  /** The values of fields of one space of kept state (WriteOptions.keep), in the order asked; null where absent. */
+  keptState(space: string, fields: readonly string[]): Promise<(string | null)[]>;
+  /** Every field of one space of kept state. */
+  keptSpace(space: string): Promise<Map<string, string>>;
 }
 
 /** A managed ApiKey, as stored: never the key itself, only its hash. */

@@ -257,6 +257,9 @@ export function createCachedStore(
       }
     },
 
+    // Read only by the writer that keeps it, under the write lease: nothing to cache.
+    keptState: (space, fields) => engine.keptState(space, fields),
+    keptSpace: (space) => engine.keptSpace(space),
     putApiKey: (record) => engine.putApiKey(record),
     apiKeyByHash: (hash) => engine.apiKeyByHash(hash),
     listApiKeys: () => engine.listApiKeys(),

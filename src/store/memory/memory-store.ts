@@ -35,6 +35,8 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
   const pagingStateOf = new Map<UserId, Set<string>>();
   const listeners = new Set<(parts: readonly ChangedPart[]) => void>();
   let writerTurn: Promise<void> = Promise.resolve();
+  /** State writers keep beside the graph (WriteOptions.keep): space → field → value. */
+  const kept = new Map<string, Map<string, string>>();
   /** Parts the write in progress changed, told to listeners once it is complete. */
   let changed: ChangedPart[] = [];
   const changedUser = (id: UserId) => changed.push({ part: "user", id });
@@ -317,11 +319,25 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
       writeAssets("contracts", batch.interactions);
       writeAssets("nfts", batch.nfts);
       writeRelations(batch);
+      for (const { space, field, value } of options.keep ?? []) {
+        let fields = kept.get(space);
+        if (!fields) kept.set(space, (fields = new Map()));
+        if (value === null) fields.delete(field);
+        else fields.set(field, value);
+      }
       // A bulk load drops every cache at once rather than entry by entry.
       const parts: readonly ChangedPart[] = changed.length > MAX_REPORTED_PARTS ? [{ part: "everything" }] : changed;
       changed = [];
       for (const listener of listeners) listener(parts);
       options.onProgress?.({ written: total, total });
+    },
+
+    async keptState(space: string, fields: readonly string[]) {
+      const stored = kept.get(space);
+      return fields.map((field) => stored?.get(field) ?? null);
+    },
+    async keptSpace(space: string) {
+      return new Map(kept.get(space) ?? []);
     },
 
     async putApiKey(record: ApiKeyRecord) {

@@ -10,6 +10,11 @@ import type { ChangedPart } from "../store.js";
  * Redis keeps them as compact intsets.
  */
 
+/** Hash field → value: one space of the state a writer keeps beside the graph (store.ts KeptChange). */
+export function keptSpaceKey(space: string): string {
+  return `rg:kept:${space}`;
+}
+
 /** INCR sequence that allocates UserIds (1, 2, …). */
 export const USER_ID_SEQUENCE = "rg:seq:user";
 

@@ -12,6 +12,7 @@ import {
   assetHoldersKey,
   friendDescriptionsKey,
   identityIndexKey,
+  keptSpaceKey,
   pagingStateKey,
   pagingStateOwnerKey,
   PAGING_STATES,
@@ -25,7 +26,7 @@ import {
 import { completeInterruptedWrite, writeBatch } from "./write/apply.js";
 import { readRelationIds, readUsers } from "./write/plan.js";
 import { withWriteLease } from "./write-lease.js";
-import { hashGetMany, intersectSets, scanSet, setHasMany } from "./set-reads.js";
+import { hashGetMany, intersectSets, scanHash, scanSet, setHasMany } from "./set-reads.js";
 import { startTracking, type RedisTracking } from "./tracking.js";
 import { readWithinBound } from "../bounded-sets.js";
 
@@ -228,6 +229,12 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
     },
     exclusive<T>(work: () => Promise<T>, options: Pick<WriteOptions, "onNotice"> = {}) {
       return asOnlyWriter(work, options.onNotice);
+    },
+    keptState(space: string, fields: readonly string[]) {
+      return hashGetMany(redis, keptSpaceKey(space), fields);
+    },
+    keptSpace(space: string) {
+      return scanHash(redis, keptSpaceKey(space));
     },
 
     async putApiKey(record: ApiKeyRecord) {

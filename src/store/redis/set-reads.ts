@@ -7,6 +7,18 @@ export async function scanSet(redis: RedisConnection, key: string): Promise<stri
   return [...(await scanFrom(redis, key, "0", []))];
 }
 
+/** Every field and value of a hash, read by HSCAN, a page at a time. */
+export async function scanHash(redis: RedisConnection, key: string): Promise<Map<string, string>> {
+  const fields = new Map<string, string>();
+  let cursor = "0";
+  do {
+    const [next, page] = await redis.send<[string, string[]]>(key, ["HSCAN", key, cursor, "COUNT", String(SCAN_COUNT)]);
+    for (let i = 0; i + 1 < page.length; i += 2) fields.set(page[i]!, page[i + 1]!);
+    cursor = next;
+  } while (cursor !== "0");
+  return fields;
+}
+
 /**
  * The members seen so far, and those of the rest of an SSCAN of `key` from `cursor` on, through
  * node-redis; as a Set, since SSCAN may return a member twice when the set changes between pages.

@@ -1,6 +1,6 @@
 import { type AssetKind, type UserId } from "../../../domain/model.js";
 import { TextIndex } from "../../text-index.js";
-import { type IngestBatch, type StreamAcknowledgement, type WriteProgress } from "../../store.js";
+import { type IngestBatch, type KeptChange, type StreamAcknowledgement, type WriteProgress } from "../../store.js";
 import { type RedisConnection } from "../connection.js";
 import { loadJournal, saveJournal } from "../journal.js";
 import { FRIEND_DESCRIPTIONS, RELEASED_TO, RELEASES, RELEASE_ALL, USER_SETS, addressAssetsKey, assetAddressesKey, assetHoldersKey, userAssetsKey } from "../keys.js";
@@ -27,6 +27,8 @@ export interface WriteBatchOptions {
   onProgress?: (progress: WriteProgress) => void;
   /** Stream entries the batch came from, acknowledged as part of the unit. */
   acknowledge?: StreamAcknowledgement;
+  /** State kept with the batch, written as part of the unit. */
+  keep?: readonly KeptChange[];
   /**
    * Stored ids of relationIds (null: not stored) read under the same hold of the write lease, with
    * no write since: the plan reads only the others.
@@ -45,7 +47,7 @@ export interface WriteBatchOptions {
  * in before its old ones go); edge deletes; relation and asset upserts; releases.
  */
 export async function writeBatch(redis: RedisConnection, batch: IngestBatch, options: WriteBatchOptions = {}): Promise<void> {
-  const unit = await planUnit(redis, batch, options.acknowledge, options.knownIds ?? new Map());
+  const unit = await planUnit(redis, batch, options.acknowledge, options.knownIds ?? new Map(), options.keep);
   const journalled = await saveJournal(redis, toJournal(unit));
   await applyUnit(redis, unit, options.onProgress);
   await journalled.clear();

@@ -1,8 +1,8 @@
 import { type AssetKind, type IdentityKind, type UserId, type UserRecord } from "../../../domain/model.js";
 import { FollowColumns, FriendColumns, UnknownRelationIdError, identitiesOf, recordCount, relationColumns, staleIdentities, type RelationColumns } from "../../batch.js";
-import { type IngestBatch, type StreamAcknowledgement, type UserInput } from "../../store.js";
+import { type IngestBatch, type KeptChange, type StreamAcknowledgement, type UserInput } from "../../store.js";
 import { type RedisConnection } from "../connection.js";
-import { RELATION_ID_BY_USER, RELATION_ID_INDEX, RELEASE_ALL, USER_ID_SEQUENCE, USER_SETS, addressAssetsKey, assetAddressesKey, assetHoldersKey, friendDescriptionsKey, identityIndexKey, pagingStateOwnerKey, releaseKey, releasedToKey, type UserKeys, userAssetsKey, userKey, userSetKey } from "../keys.js";
+import { RELATION_ID_BY_USER, RELATION_ID_INDEX, RELEASE_ALL, USER_ID_SEQUENCE, USER_SETS, addressAssetsKey, assetAddressesKey, assetHoldersKey, friendDescriptionsKey, identityIndexKey, keptSpaceKey, pagingStateOwnerKey, releaseKey, releasedToKey, type UserKeys, userAssetsKey, userKey, userSetKey } from "../keys.js";
 import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "../grouped-commands.js";
 import { BulkStrings } from "../resp/command-buffer.js";
 import { chunks } from "../command-chunks.js";
@@ -88,6 +88,7 @@ export async function planUnit(
   batch: IngestBatch,
   acknowledge: StreamAcknowledgement | undefined,
   knownIds: ReadonlyMap<string, UserId | null>,
+  keep: readonly KeptChange[] = [],
 ): Promise<PlannedUnit> {
   const erased = await planErasures(redis, batch.erasures ?? []);
   // A relationId ingested twice in one batch: the last record wins, as in the memory engine.
@@ -118,8 +119,37 @@ export async function planUnit(
     releases,
     trims: [...new Set([...userPlan.trims, ...deletes.trims, ...deletes.claimants.map((relationId) => idOf.get(relationId) as UserId)])],
     emptied: deletes.emptied,
-    then: acknowledge && acknowledge.ids.length > 0 ? chunks(acknowledge.ids).map((ids) => ["XACK", acknowledge.stream, acknowledge.group, ...ids]) : [],
+    then: [
+      ...keptCommands(keep),
+      ...(acknowledge && acknowledge.ids.length > 0 ? chunks(acknowledge.ids).map((ids) => ["XACK", acknowledge.stream, acknowledge.group, ...ids]) : []),
+    ],
   };
+}
+
+/**
+ * The kept state's changes as absolute commands, one hash per space: deletes, then sets (a unit
+ * never both sets and deletes one field; were it to, the set would win, as the last change does).
+ */
+function keptCommands(keep: readonly KeptChange[]): string[][] {
+  const spaces = new Map<string, { set: Map<string, string>; deleted: Set<string> }>();
+  for (const { space, field, value } of keep) {
+    let changes = spaces.get(space);
+    if (!changes) spaces.set(space, (changes = { set: new Map(), deleted: new Set() }));
+    if (value === null) {
+      changes.set.delete(field);
+      changes.deleted.add(field);
+    } else {
+      changes.deleted.delete(field);
+      changes.set.set(field, value);
+    }
+  }
+  const commands: string[][] = [];
+  for (const [space, { set, deleted }] of spaces) {
+    const key = keptSpaceKey(space);
+    for (const fields of chunks([...deleted])) commands.push(["HDEL", key, ...fields]);
+    for (const pairs of chunks([...set])) commands.push(["HSET", key, ...pairs.flat()]);
+  }
+  return commands;
 }
 
 /** Pairs looked up per round trip by storedPairs. */
