@@ -9,6 +9,7 @@ Commands:
   serve [--data FILE.jsonl ...]   run the server (REST, Connect, gRPC, gRPC-Web, reflection on one port)
   ingest FILE.jsonl ... | -       validate, then load files (or stdin) into the configured Redis
   follow [--stream KEY]           apply the change feed from a Redis Stream, until stopped
+  index --rpc URL [--rpc URL …]   follow an EVM chain: its contract interactions and NFT holdings
   generate [--users N] [--seed S]   write a seeded synthetic graph (or the demo data) as JSON Lines
   keys create | list | revoke ID   manage ApiKeys in the store
   keygen --threshold T --nodes N --out DIR   deal a threshold key network
@@ -30,6 +31,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   serve: async (argv) => (await import("./commands/serve.js")).runServe(argv, io),
   ingest: async (argv) => (await import("./commands/ingest.js")).runIngest(argv, io),
   follow: async (argv) => (await import("./commands/follow.js")).runFollow(argv, io),
+  index: async (argv) => (await import("./commands/chain-index.js")).runIndex(argv, io),
   generate: async (argv) => (await import("./commands/ingest.js")).runGenerate(argv, io),
   keys: async (argv) => (await import("./commands/keys.js")).runKeys(argv, io),
   keygen: async (argv) => (await import("./commands/crypto.js")).runKeygen(argv, io),
@@ -47,7 +49,7 @@ const YOUNG_GENERATION_MB = 128;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === "ingest" || command === "follow" || command === "serve") setFlagsFromString(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
+  if (command === "ingest" || command === "follow" || command === "index" || command === "serve") setFlagsFromString(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
   if (command === "--version" || command === "-V" || command === "version") {
     process.stdout.write(`${packageVersion()}\n`);
     return 0;

@@ -28,7 +28,7 @@ describe("relgraph --help", () => {
   it("shows each command's synopsis as that command's own usage line spells it", { timeout: 60_000 }, async () => {
     const overview = await help();
     const synopses = [...overview.matchAll(/^ {2}([a-z]+)((?: ?\S)*)/gm)].map((m) => ({ command: m[1]!, synopsis: `${m[1]}${m[2]}` }));
-    expect(synopses.map((s) => s.command)).toEqual(["serve", "ingest", "follow", "generate", "keys", "keygen", "keynode", "decrypt", "eval"]);
+    expect(synopses.map((s) => s.command)).toEqual(["serve", "ingest", "follow", "index", "generate", "keys", "keygen", "keynode", "decrypt", "eval"]);
     for (const { command, synopsis } of synopses) {
       const usage = /^Usage: relgraph (.*)$/m.exec(await help(command))?.[1] ?? "";
       const full = units(usage);
