@@ -7,7 +7,7 @@ import { JOURNAL, journalChunkKey, RELATION_ID_INDEX, releaseKey, userSetKey } f
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { JournalFormatError } from "../../src/store/redis/journal-format.js";
 import { completeInterruptedWrite, writeBatch } from "../../src/store/redis/write/apply.js";
-import type { GraphStore, IngestBatch } from "../../src/store/store.js";
+import type { GraphStore, IngestBatch, KeptChange } from "../../src/store/store.js";
 import { SERVING_WAYS } from "../support/relgraph-server.js";
 import { startRedisServer, type TestRedisServer } from "../support/redis-servers.js";
 
@@ -83,7 +83,7 @@ async function snapshot(url: string): Promise<Record<string, unknown>> {
  * one window of the unit is sent. Resolves with the connection (the next writer's) and the
  * database's URL.
  */
-async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: RedisConnection; url: string; close(): Promise<void> }> {
+async function interrupted(db: number, fastPaths: boolean, keep: readonly KeptChange[] = []): Promise<{ redis: RedisConnection; url: string; close(): Promise<void> }> {
   const url = `${server.url}/${db}`;
   const store = await createRedisStore({ url });
   const redis = await connectRedis({ url }, fastPaths);
@@ -110,7 +110,7 @@ async function interrupted(db: number, fastPaths: boolean): Promise<{ redis: Red
         return redis.writeEncoded!(commands);
       }),
   };
-  await expect(writeBatch(dying, changes)).rejects.toThrow("killed");
+  await expect(writeBatch(dying, changes, { keep })).rejects.toThrow("killed");
   return {
     redis,
     url,
@@ -166,6 +166,26 @@ describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
       expect(await completeInterruptedWrite(broken.redis)).toBe(0);
     } finally {
       await broken.close();
+    }
+  });
+
+  it("a unit completed from the journal writes the state kept with it, and only then", async () => {
+    const keep: KeptChange[] = [
+      { space: "test:position", field: "block", value: "7" },
+      { space: "test:balances", field: "a", value: "2" },
+      { space: "test:balances", field: "b", value: null },
+    ];
+    const { redis, url, close } = await interrupted(9, false, keep);
+    const store = await createRedisStore({ url });
+    try {
+      await redis.send("rg:kept:test:balances", ["HSET", "rg:kept:test:balances", "b", "1"]);
+      expect(await store.keptState("test:position", ["block", "other"])).toEqual([null, null]);
+      await completeInterruptedWrite(redis);
+      expect(await store.keptState("test:position", ["block", "other"])).toEqual(["7", null]);
+      expect(await store.keptSpace("test:balances")).toEqual(new Map([["a", "2"]]));
+    } finally {
+      await store.close();
+      await close();
     }
   });
 

@@ -409,6 +409,30 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
       });
     });
 
+    describe("kept state", () => {
+      it("writes a writer's kept state with its batch: fields set, replaced and deleted, read by field and by space", async () => {
+        expect(await store.keptState("test:space", ["a"])).toEqual([null]);
+        expect(await store.keptSpace("test:space")).toEqual(new Map());
+        await store.write(batch({ interactions: [{ address: A1, contract: K1 }] }), {
+          keep: [
+            { space: "test:space", field: "a", value: "1" },
+            { space: "test:space", field: "b", value: "2" },
+            { space: "test:other", field: "a", value: "x" },
+          ],
+        });
+        expect(await store.contractIntersection([A1])).toEqual([K1]);
+        await store.write(batch({}), {
+          keep: [
+            { space: "test:space", field: "a", value: null },
+            { space: "test:space", field: "b", value: "3" },
+          ],
+        });
+        expect(await store.keptState("test:space", ["a", "b", "c"])).toEqual([null, "3", null]);
+        expect(await store.keptSpace("test:space")).toEqual(new Map([["b", "3"]]));
+        expect(await store.keptSpace("test:other")).toEqual(new Map([["a", "x"]]));
+      });
+    });
+
     describe("writes", () => {
       /** Everything the store can tell about the fixture's world, through the interface only. */
       async function snapshot(): Promise<unknown> {
