@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { parseArgs } from "node:util";
@@ -11,6 +11,7 @@ import { progressMeter, statusLine } from "../../chain/progress.js";
 import { createRpcClient } from "../../chain/rpc-client.js";
 import { ConfigError, loadConfig } from "../../config/config.js";
 import { createIndexMetrics } from "../../metrics/chain-metrics.js";
+import { serveMetrics } from "../../metrics/serve-metrics.js";
 import { createStore, engineName } from "../../store/index.js";
 import type { CommandIo } from "../io.js";
 /** `relgraph index`'s options, checked. */
@@ -322,28 +323,6 @@ function statusWriter(stderr: NodeJS.WritableStream, terminal: boolean) {
     },
     clear,
   };
-}
-
-/** Serves a registry at GET /metrics; anything else is 404. */
-async function serveMetrics(registry: ReturnType<typeof createIndexMetrics>, host: string, port: number): Promise<Server> {
-  const server = createServer((request, response) => {
-    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
-      response.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
-      return;
-    }
-    registry.metrics().then(
-      (text) => response.writeHead(200, { "content-type": registry.contentType }).end(text),
-      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  return server;
 }
 
 function round(value: number): number {

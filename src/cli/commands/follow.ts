@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from "../../config/config.js";
 import type { CommandIo } from "../io.js";
 import { createStore, engineName } from "../../store/index.js";
 import { createFeedMetrics } from "../../metrics/metrics.js";
+import { serveMetrics } from "../../metrics/serve-metrics.js";
 import { createFeedConsumer, DEFAULT_LINGER_MS, type FeedConsumer, type FeedProgress } from "../../feed/consumer.js";
 import { connectFeedStream, DEFAULT_MAX_REJECTED, type FeedStream } from "../../feed/stream.js";
 
@@ -184,8 +185,8 @@ export async function runFollow(argv: string[], io: CommandIo): Promise<number> 
   }
 }
 
-/** Serves the feed's Prometheus metrics (metrics.ts) at GET /metrics; anything else is 404. */
-async function serveFeedMetrics(feed: FeedConsumer, stream: FeedStream, host: string, port: number): Promise<Server> {
+/** Serves the feed's Prometheus metrics (metrics.ts) at GET /metrics. */
+function serveFeedMetrics(feed: FeedConsumer, stream: FeedStream, host: string, port: number): Promise<Server> {
   const registry = createFeedMetrics({
     stats: () => feed.stats(),
     async lag() {
@@ -193,24 +194,7 @@ async function serveFeedMetrics(feed: FeedConsumer, stream: FeedStream, host: st
       return lag && { ...lag, oldestUnappliedMs: oldest === null ? null : Number(oldest.split("-")[0]) };
     },
   });
-  const server = createServer((request, response) => {
-    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
-      response.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
-      return;
-    }
-    registry.metrics().then(
-      (text) => response.writeHead(200, { "content-type": registry.contentType }).end(text),
-      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  return server;
+  return serveMetrics(registry, host, port);
 }
 
 /** Logs a progress line whenever something moved since the last one. */
