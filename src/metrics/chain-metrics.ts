@@ -9,6 +9,7 @@ export interface IndexMetricsSource {
     records: number;
     reorgs: number;
     blocksUndone: number;
+    retries: number;
   };
   /** Requests to the RPC endpoints that failed (no answer, 429, 5xx, malformed), since the start. */
   rpcErrors(): number;
@@ -40,6 +41,7 @@ export function createIndexMetrics(source: IndexMetricsSource): Registry {
     ["relgraph_index_reorgs_undone_total", "Reorgs undone back to their common ancestor.", () => source.stats().reorgs],
     ["relgraph_index_blocks_undone_total", "Blocks undone by those reorgs.", () => source.stats().blocksUndone],
     ["relgraph_index_rpc_errors_total", "RPC requests that failed and were retried, over every endpoint.", () => source.rpcErrors()],
+    ["relgraph_index_retries_total", "Units that failed before being applied and were tried again: an error answer or an answer refused, a chain that moved while read, the store unavailable.", () => source.stats().retries],
   ];
   for (const [name, help, read] of counters) {
     new Counter({
