@@ -176,14 +176,19 @@ describe("relgraph index", () => {
     const { env } = await redis();
     await ingestUsers(env);
     const last = await head();
-    for (let kill = 0; kill < 6; kill++) {
-      const indexer = startIndex(env, ["--rpc", anvil.url, "--confirmations", "0", "--to-block", String(last), "--unit-blocks", "3"]);
-      // After it has started, somewhere in its run: opening Redis, reading, or writing a unit.
-      await new Promise((resolve) => setTimeout(resolve, 150 + Math.random() * 600));
+    const args = ["--rpc", anvil.url, "--confirmations", "0", "--to-block", String(last), "--unit-blocks", "2"];
+    // A short lease: each run after a kill waits for the killed one's lease to expire before its first unit.
+    const leaseMs = 500;
+    for (let kill = 0; kill < 8; kill++) {
+      const indexer = startIndex({ ...env, WRITE_LEASE_MS: String(leaseMs) }, args);
+      // Once it runs, somewhere in its work: reading the chain, planning, or writing a unit.
+      await waitUntil("the indexer to start", () => indexer.logs.some((line) => line.msg === "indexing") || indexer.child.exitCode !== null);
+      expect(indexer.child.exitCode, JSON.stringify(indexer.logs)).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, (kill === 0 ? 0 : leaseMs) + Math.random() * 300));
       indexer.child.kill("SIGKILL");
       await indexer.exited;
     }
-    const indexer = startIndex(env, ["--rpc", anvil.url, "--confirmations", "0", "--to-block", String(last), "--unit-blocks", "3"]);
+    const indexer = startIndex({ ...env, WRITE_LEASE_MS: String(leaseMs) }, args);
     expect(await indexer.exited).toBe(0);
     const server = await serve(env);
     await servesTheChain(server, last);

@@ -21,7 +21,7 @@ export interface IndexProcess {
   exited: Promise<number | null>;
 }
 
-export function startIndex(env: RedisEnv, args: readonly string[]): IndexProcess {
+export function startIndex(env: RedisEnv & { WRITE_LEASE_MS?: string }, args: readonly string[]): IndexProcess {
   const child = spawn(process.execPath, [RELGRAPH_CLI, "index", ...args], {
     // A short write lease, so that an indexer killed in a test is replaced within a second.
     env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", WRITE_LEASE_MS: "800", ...env },
