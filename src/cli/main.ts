@@ -32,7 +32,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   ingest: async (argv) => (await import("./commands/ingest.js")).runIngest(argv, io),
   follow: async (argv) => (await import("./commands/follow.js")).runFollow(argv, io),
   index: async (argv) => (await import("./commands/chain-index.js")).runIndex(argv, io),
-  generate: async (argv) => (await import("./commands/ingest.js")).runGenerate(argv, io),
+  generate: async (argv) => (await import("./commands/generate.js")).runGenerate(argv, io),
   keys: async (argv) => (await import("./commands/keys.js")).runKeys(argv, io),
   keygen: async (argv) => (await import("./commands/crypto.js")).runKeygen(argv, io),
   keynode: async (argv) => (await import("./commands/crypto.js")).runKeynode(argv, io),

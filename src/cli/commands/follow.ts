@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "../../config/config.js";
 import type { CommandIo } from "../io.js";
+import { describe, usage } from "../output.js";
 import { createStore, engineName } from "../../store/index.js";
 import { createFeedMetrics } from "../../metrics/metrics.js";
 import { serveMetrics } from "../../metrics/serve-metrics.js";
@@ -80,7 +81,7 @@ export async function runFollow(argv: string[], io: CommandIo): Promise<number> 
       },
     }));
   } catch (error) {
-    return usage(io, (error as Error).message);
+    return usage(io, "follow", (error as Error).message);
   }
   if (values.help) {
     io.stdout.write(FOLLOW_HELP);
@@ -93,19 +94,19 @@ export async function runFollow(argv: string[], io: CommandIo): Promise<number> 
     ["max-rejected", String(DEFAULT_MAX_REJECTED), 100_000_000],
   ] as const) {
     const text = values[flag] ?? fallback;
-    if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
+    if (!/^[1-9]\d{0,8}$/.test(text) || Number(text) > max) return usage(io, "follow", `--${flag} must be an integer from 1 to ${max}, got "${text}"`);
     numbers[flag] = Number(text);
   }
   const linger = values.linger ?? String(DEFAULT_LINGER_MS);
-  if (!/^\d{1,4}$/.test(linger) || Number(linger) > MAX_LINGER_MS) return usage(io, `--linger must be an integer from 0 to ${MAX_LINGER_MS} (ms), got "${linger}"`);
+  if (!/^\d{1,4}$/.test(linger) || Number(linger) > MAX_LINGER_MS) return usage(io, "follow", `--linger must be an integer from 0 to ${MAX_LINGER_MS} (ms), got "${linger}"`);
   const metricsPort = values["metrics-port"];
   if (metricsPort !== undefined && (!/^\d{1,5}$/.test(metricsPort) || Number(metricsPort) > 65_535)) {
-    return usage(io, `--metrics-port must be a port from 0 to 65535, got "${metricsPort}"`);
+    return usage(io, "follow", `--metrics-port must be a port from 0 to 65535, got "${metricsPort}"`);
   }
   const from = values.from ?? "0";
-  if (!/^(\$|0|\d+(-\d+)?)$/.test(from)) return usage(io, `--from must be 0, $ or a stream id, got "${from}"`);
+  if (!/^(\$|0|\d+(-\d+)?)$/.test(from)) return usage(io, "follow", `--from must be 0, $ or a stream id, got "${from}"`);
   for (const flag of ["stream", "group", "consumer"] as const) {
-    if (values[flag] === "") return usage(io, `--${flag} must not be empty`);
+    if (values[flag] === "") return usage(io, "follow", `--${flag} must not be empty`);
   }
 
   let config;
@@ -217,15 +218,4 @@ function progressLogger(logger: pino.Logger): (progress: FeedProgress) => void {
     last = state;
     logger.info(fields, "progress");
   };
-}
-
-function usage(io: CommandIo, problem: string): number {
-  io.stderr.write(`relgraph follow: ${problem}\nRun "relgraph follow --help" for usage.\n`);
-  return 2;
-}
-
-/** An error's message, with its cause's: an operator needs to see why Redis refused. */
-function describe(error: unknown): string {
-  const { message, cause } = error as Error;
-  return cause instanceof Error && cause.message && cause.message !== message ? `${message} (${cause.message})` : String(message);
 }
