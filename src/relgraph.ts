@@ -123,12 +123,6 @@ async function createEncryption(config: Readonly<Config>, engine: string): Promi
   keyNodes: { prefix: string; share: KeyShare }[];
   notice: string;
 }> {
-  if (config.encryptionBackend === "lit") {
-    // Loaded only when selected: the Lit SDK is large and optional.
-    const { createLitEncryptor } = await import("./crypto/lit-encryptor.js");
-    const encryptor = await createLitEncryptor({ network: config.litNetwork });
-    return { encryptor, network: null, keyNodes: [], notice: `encryption: Lit Protocol network ${config.litNetwork}` };
-  }
   if (config.keyNetworkFile) {
     const network = await readPublicKeyNetwork(config.keyNetworkFile);
     return {

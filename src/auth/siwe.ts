@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyMessage } from "ethers";
 import { SiweMessage } from "siwe";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
@@ -37,7 +38,12 @@ export interface SiweVerifierOptions {
   ethRpcUrl?: string | null;
   /** The clock; injectable for tests. */
   now?: () => Date;
+  /** Verified authorizations remembered at once (each until it expires); 0 checks every signature anew. */
+  cacheSize?: number;
 }
+
+/** Default of SiweVerifierOptions.cacheSize: about a megabyte of entries. */
+export const DEFAULT_AUTHORIZATION_CACHE_SIZE = 10_000;
 
 /** A SIWE authorization that passed every check. */
 export interface VerifiedAuthorization {
@@ -47,6 +53,13 @@ export interface VerifiedAuthorization {
   statement: string;
   issuedAt: Date;
   expirationTime: Date | null;
+  /**
+   * Names this authorization among all others: a hash of its signature and message, so two
+   * authorizations never share one. Answers under one authorization may share a payload key.
+   */
+  id: string;
+  /** When the authorization stops being accepted: its expirationTime or the end of its maximum age, whichever is first. */
+  validUntil: Date;
 }
 
 /** Checks a `sig`/`message` pair; the one SIWE check shared by REST, gRPC and the key nodes. */
@@ -71,6 +84,34 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
   const ethRpcUrl = options.ethRpcUrl ?? null;
   const codeCache = createCodeCache();
 
+  const verified = createVerifiedCache(options.cacheSize ?? DEFAULT_AUTHORIZATION_CACHE_SIZE);
+
+  /** The checks every use makes, cached or not: the statement asked for and the time limits. */
+  const admit = (entry: CheckedAuthorization, statement: string | readonly string[] | null): VerifiedAuthorization => {
+    const statements = statement === null ? null : typeof statement === "string" ? [statement] : statement;
+    if (statements !== null && !statements.includes(entry.statement)) {
+      throw new InvalidAuthorizationError(`message statement must be ${statements.map((s) => `"${s}"`).join(" or ")}`);
+    }
+    checkTimes(entry, now().getTime());
+    const { notBefore: _notBefore, ...authorization } = entry;
+    return authorization;
+  };
+
+  const checkTimes = (entry: CheckedAuthorization, at: number) => {
+    if (entry.expirationTime !== null && at >= entry.expirationTime.getTime()) {
+      throw new AuthorizationExpiredError(`message expired at ${entry.expirationTime.toISOString()}`);
+    }
+    if (entry.notBefore !== null && entry.notBefore.getTime() > at + skewMs) {
+      throw new AuthorizationExpiredError(`message is not valid before ${entry.notBefore.toISOString()}`);
+    }
+    if (entry.issuedAt.getTime() > at + skewMs) {
+      throw new AuthorizationExpiredError(`message Issued At ${entry.issuedAt.toISOString()} is in the future`);
+    }
+    if (at - entry.issuedAt.getTime() > maxAgeMs) {
+      throw new AuthorizationExpiredError(`message was issued more than ${options.maxAgeSeconds} seconds ago; sign a new one`);
+    }
+  };
+
   return {
     async verify({ sig, message, statement }) {
       if (typeof sig !== "string" || sig === "") throw new InvalidAuthorizationError("sig is required");
@@ -78,6 +119,14 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
       if (!/^0x[0-9a-fA-F]{130}$/.test(sig)) {
         throw new InvalidAuthorizationError("sig must be a 65-byte signature: 0x followed by 130 hex digits");
       }
+      if (message.length > MAX_MESSAGE_LENGTH) {
+        throw new InvalidAuthorizationError(`message is longer than ${MAX_MESSAGE_LENGTH} characters`);
+      }
+      // sig has a fixed length, so sig ‖ message names exactly one pair.
+      const id = createHash("sha256").update(sig.toLowerCase()).update(message).digest("hex");
+      const known = verified.get(id, now().getTime());
+      if (known !== undefined) return admit(known, statement);
+
       const siwe = parse(message);
       const statements = statement === null ? null : typeof statement === "string" ? [statement] : statement;
       if (statements !== null && !statements.includes(siwe.statement ?? "")) {
@@ -90,34 +139,60 @@ export function createSiweVerifier(options: SiweVerifierOptions): SiweVerifier {
       const expirationTime = siwe.expirationTime === undefined ? null : date(siwe.expirationTime, "Expiration Time");
       const notBefore = siwe.notBefore === undefined ? null : date(siwe.notBefore, "Not Before");
 
+      let byContract = false;
       if (!signedByEoa(message, sig, siwe.address)) {
         if (ethRpcUrl === null || !(await signedByContract(ethRpcUrl, message, sig, siwe, codeCache))) {
           throw new InvalidAuthorizationError(`sig is not a signature of message by ${siwe.address}`);
         }
+        byContract = true;
       }
-
-      const at = now().getTime();
-      if (expirationTime !== null && at >= expirationTime.getTime()) {
-        throw new AuthorizationExpiredError(`message expired at ${expirationTime.toISOString()}`);
-      }
-      if (notBefore !== null && notBefore.getTime() > at + skewMs) {
-        throw new AuthorizationExpiredError(`message is not valid before ${notBefore.toISOString()}`);
-      }
-      if (issuedAt.getTime() > at + skewMs) {
-        throw new AuthorizationExpiredError(`message Issued At ${issuedAt.toISOString()} is in the future`);
-      }
-      if (at - issuedAt.getTime() > maxAgeMs) {
-        throw new AuthorizationExpiredError(
-          `message was issued more than ${options.maxAgeSeconds} seconds ago; sign a new one`,
-        );
-      }
-      return {
+      const ageLimit = issuedAt.getTime() + maxAgeMs;
+      const entry: CheckedAuthorization = {
         address: siwe.address.toLowerCase(),
         domain: siwe.domain,
         statement: siwe.statement ?? "",
         issuedAt,
         expirationTime,
+        notBefore,
+        id,
+        validUntil: new Date(expirationTime === null ? ageLimit : Math.min(ageLimit, expirationTime.getTime())),
       };
+      checkTimes(entry, now().getTime());
+      // A contract wallet may stop accepting a signature at any block, so only EOA signatures, which
+      // cannot be withdrawn, are remembered.
+      if (!byContract) verified.set(entry);
+      return admit(entry, statement);
+    },
+  };
+}
+
+/** What a signature check establishes, remembered for later uses of the same authorization. */
+interface CheckedAuthorization extends VerifiedAuthorization {
+  notBefore: Date | null;
+}
+
+/**
+ * Verified authorizations by id, each until its validUntil; when full, the oldest entry makes room.
+ * A hit skips the parse and the signature recovery, which are nearly all of a check's cost.
+ */
+function createVerifiedCache(size: number) {
+  const entries = new Map<string, CheckedAuthorization>();
+  return {
+    get(id: string, at: number): CheckedAuthorization | undefined {
+      const entry = entries.get(id);
+      if (entry !== undefined && entry.validUntil.getTime() <= at) {
+        entries.delete(id);
+        return undefined;
+      }
+      return entry;
+    },
+    set(entry: CheckedAuthorization) {
+      if (size <= 0) return;
+      if (entries.size >= size) {
+        const oldest = entries.keys().next();
+        if (!oldest.done) entries.delete(oldest.value);
+      }
+      entries.set(entry.id, entry);
     },
   };
 }

@@ -51,10 +51,8 @@ export interface Config {
   keyNodeRatePerSecond: number;
   /** KEY_NODE_RATE_LIMIT_BURST: decryption-share requests a client address may make at once, per key node. */
   keyNodeRateBurst: number;
-  /** ENCRYPTION_BACKEND: "relgraph" (threshold key nodes) or "lit" (Lit Protocol network). */
-  encryptionBackend: "relgraph" | "lit";
-  /** LIT_NETWORK: the Lit network used when ENCRYPTION_BACKEND=lit. */
-  litNetwork: string;
+  /** ENCRYPTION_BACKEND: "relgraph" (threshold key nodes), the only backend; see refuseRetiredBackend. */
+  encryptionBackend: "relgraph";
   /** LOG_LEVEL: pino level. */
   logLevel: string;
   /** WRITE_LEASE_MS: how long a writer (ingest, follow) killed outright keeps others waiting before they take over. */
@@ -120,8 +118,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     devKeyNetwork: oneOf(env, "DEV_KEY_NETWORK", ["0", "1"] as const, "0") === "1",
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
-    encryptionBackend: oneOf(env, "ENCRYPTION_BACKEND", ["relgraph", "lit"] as const, "relgraph"),
-    litNetwork: text(env, "LIT_NETWORK") ?? "datil-dev",
+    encryptionBackend: encryptionBackend(env),
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),
     headersTimeoutMs: integer(env, "HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 3_600_000),
@@ -180,6 +177,21 @@ const RETIRED: Readonly<Record<string, string>> = {
   RATE_LIMIT_BURST: "RATE_LIMIT with a longer RATE_LIMIT_WINDOW_SECONDS: a key may spend its whole window's budget at once",
   CURSOR_SECRET: "CURSOR_KEY (32 bytes as 64 hex digits or base64, e.g. `openssl rand -hex 32`), or leave both unset to use the store's own key",
 };
+
+/**
+ * ENCRYPTION_BACKEND. "lit" once encrypted to Lit Protocol's Datil network; Lit retired Datil and
+ * Naga, the networks of this ciphertext format, in 2026, so it is refused rather than left pointing
+ * at a network that no longer answers. LIT_NETWORK, read only by that backend, is refused with it.
+ */
+function encryptionBackend(env: Env): "relgraph" {
+  const retired =
+    "Lit Protocol retired its Datil and Naga networks, the only ones that decrypted this ciphertext format, in 2026, " +
+    "so there is no live Lit backend. relgraph's own key nodes (the default, ENCRYPTION_BACKEND=relgraph) serve " +
+    "ciphertexts in Lit's format; deal a network with `relgraph keygen` and set KEY_NETWORK_FILE";
+  if (text(env, "ENCRYPTION_BACKEND") === "lit") throw new ConfigError(`ENCRYPTION_BACKEND=lit is refused: ${retired}`);
+  if (text(env, "LIT_NETWORK") !== null) throw new ConfigError(`LIT_NETWORK is no longer read: ${retired}`);
+  return oneOf(env, "ENCRYPTION_BACKEND", ["relgraph"] as const, "relgraph");
+}
 
 function cursorKey(env: Env): Uint8Array | null {
   const value = text(env, "CURSOR_KEY");

@@ -11,9 +11,12 @@ import { CONDITIONS_CHAIN, encryptionIdentity, onlySignerConditions, type Access
 import { parsePublicKeyNetwork, type PublicKeyNetwork } from "./key-network.js";
 
 /**
- * The server side of encrypted results: every payload gets a fresh AES-256-GCM key, and only that
- * key is encrypted to the "only the signer" identity, so that a threshold of key nodes must agree
- * (after checking the signer's authorization) before anyone can read it.
+ * The server side of encrypted results: a payload is sealed with AES-256-GCM, and only its key is
+ * encrypted to the "only the signer" identity, so that a threshold of key nodes must agree (after
+ * checking the signer's authorization) before anyone can read it. Answers under one authorization
+ * share one payload key (the contract allows it for the authorization's lifetime), so its client
+ * runs one threshold decryption per authorization rather than one per answer; each answer still
+ * gets its own IV and its own content.
  */
 
 /** An encrypted result; field names mirror the proto message relgraph.v1.EncryptedData. */
@@ -27,13 +30,30 @@ export interface EncryptedPayload {
   /** Lowercase hex SHA-256 of the AES key; part of the encryption identity. */
   dataToEncryptHash: string;
   chain: string;
-  /** "relgraph" (local key nodes) or "lit" (Lit Protocol's network). */
-  backend: "relgraph" | "lit";
+  /** Always "relgraph": relgraph's key nodes hold the decryption key. */
+  backend: "relgraph";
+}
+
+/** The verified authorization an answer is given under (src/auth/siwe.ts's VerifiedAuthorization has this shape). */
+export interface AnswerAuthorization {
+  /** The signer, who alone may have the answer decrypted. */
+  address: string;
+  /** Distinguishes this authorization from every other (a hash of its message and signature). */
+  id: string;
+  /** When the authorization stops being accepted; its payload key is not used from then on. */
+  validUntil: Date;
 }
 
 /** Encrypts results so that only the given signer can have them decrypted. */
 export interface ResultEncryptor {
+  /** Encrypts under a fresh payload key of its own. */
   encryptFor(signerAddress: string, plaintext: Uint8Array): Promise<EncryptedPayload>;
+  /**
+   * Encrypts under the payload key of `authorization`, made at its first answer and used for every
+   * later one until the authorization expires: a client that decrypted one of its answers reads the
+   * rest with AES alone.
+   */
+  encryptForAuthorization(authorization: AnswerAuthorization, plaintext: Uint8Array): Promise<EncryptedPayload>;
   /** Releases worker threads or connections; call once on shutdown. */
   close(): Promise<void>;
 }
@@ -46,7 +66,13 @@ export interface ThresholdEncryptorOptions {
    * under a test runner) encryption also runs on the calling thread.
    */
   workers?: number;
+  /** Authorizations whose payload key is kept at once; beyond that the oldest makes room. Default 10,000. */
+  keyCacheSize?: number;
+  /** The clock; injectable for tests. */
+  now?: () => number;
 }
+
+const DEFAULT_KEY_CACHE_SIZE = 10_000;
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -60,28 +86,95 @@ export function createThresholdEncryptor(
   const size = options.workers ?? Math.max(1, Math.min(4, availableParallelism() - 1));
   const pool = size > 0 && existsSync(fileURLToPath(workerFile)) ? createWorkerPool(workerFile, size) : null;
 
+  const now = options.now ?? Date.now;
+
+  /** A payload key with everything about it that does not depend on the answer. */
+  const makeKey = async (signerAddress: string): Promise<PayloadKey> => {
+    if (!ADDRESS.test(signerAddress)) throw new TypeError("signerAddress must be a 0x-prefixed 20-byte address");
+    const key = newPayloadKey();
+    const accessControlConditions = onlySignerConditions(signerAddress);
+    const dataToEncryptHash = bytesToHex(sha256(key));
+    const identity = encryptionIdentity(accessControlConditions, dataToEncryptHash);
+    // The pool works on a copy and wipes it.
+    const ciphertext = pool === null ? encryptKey(publicKey, identity, key) : await pool.run({ publicKey, identity, key });
+    return { key, encryptedSymmetricKey: Buffer.from(ciphertext).toString("base64"), accessControlConditions, dataToEncryptHash };
+  };
+  const keys = createPayloadKeyCache(options.keyCacheSize ?? DEFAULT_KEY_CACHE_SIZE, now);
+
+  const seal = (payloadKey: PayloadKey, plaintext: Uint8Array): EncryptedPayload => ({
+    encryptedString: sealPayload(payloadKey.key, plaintext),
+    encryptedSymmetricKey: payloadKey.encryptedSymmetricKey,
+    accessControlConditions: payloadKey.accessControlConditions,
+    dataToEncryptHash: payloadKey.dataToEncryptHash,
+    chain: CONDITIONS_CHAIN,
+    backend: "relgraph",
+  });
+
   return {
     async encryptFor(signerAddress, plaintext) {
-      if (!ADDRESS.test(signerAddress)) throw new TypeError("signerAddress must be a 0x-prefixed 20-byte address");
-      const key = newPayloadKey();
-      const accessControlConditions = onlySignerConditions(signerAddress);
-      const dataToEncryptHash = bytesToHex(sha256(key));
-      const identity = encryptionIdentity(accessControlConditions, dataToEncryptHash);
-      const encryptedString = sealPayload(key, plaintext);
-      // The pool works on copies and wipes them; this copy is wiped here.
-      const ciphertext = pool === null ? encryptKey(publicKey, identity, key) : await pool.run({ publicKey, identity, key });
-      key.fill(0);
-      return {
-        encryptedString,
-        encryptedSymmetricKey: Buffer.from(ciphertext).toString("base64"),
-        accessControlConditions,
-        dataToEncryptHash,
-        chain: CONDITIONS_CHAIN,
-        backend: "relgraph",
-      };
+      const payloadKey = await makeKey(signerAddress);
+      try {
+        return seal(payloadKey, plaintext);
+      } finally {
+        payloadKey.key.fill(0);
+      }
+    },
+    async encryptForAuthorization(authorization, plaintext) {
+      const payloadKey = await keys.get(authorization, () => makeKey(authorization.address));
+      // Sealing is synchronous, so an eviction (which wipes the key) cannot happen in between.
+      return seal(payloadKey, plaintext);
     },
     async close() {
+      keys.clear();
       await pool?.close();
+    },
+  };
+}
+
+/** A payload key and the parts of EncryptedData that follow from it. */
+interface PayloadKey {
+  key: Uint8Array;
+  encryptedSymmetricKey: string;
+  accessControlConditions: AccessControlCondition[];
+  dataToEncryptHash: string;
+}
+
+/**
+ * Payload keys by authorization id, each until its authorization's validUntil; when full, the oldest
+ * makes room. Concurrent first answers of one authorization wait for one key. A key leaving the
+ * cache is wiped.
+ */
+function createPayloadKeyCache(size: number, now: () => number) {
+  const entries = new Map<string, { until: number; signer: string; key: Promise<PayloadKey> }>();
+  const drop = (id: string) => {
+    const entry = entries.get(id);
+    if (entry === undefined) return;
+    entries.delete(id);
+    entry.key.then((payloadKey) => payloadKey.key.fill(0), () => undefined);
+  };
+  return {
+    async get(authorization: AnswerAuthorization, make: () => Promise<PayloadKey>): Promise<PayloadKey> {
+      const at = now();
+      const until = authorization.validUntil.getTime();
+      if (until <= at) throw new RangeError("the authorization has expired; its answers get no payload key");
+      const signer = authorization.address.toLowerCase();
+      const known = entries.get(authorization.id);
+      if (known !== undefined && known.until > at && known.signer === signer) return known.key;
+      if (known !== undefined) drop(authorization.id);
+      if (entries.size >= size) {
+        const oldest = entries.keys().next();
+        if (!oldest.done) drop(oldest.value);
+      }
+      const key = make();
+      entries.set(authorization.id, { until, signer, key });
+      // A failed encryption is not remembered: the next answer tries again.
+      key.catch(() => {
+        if (entries.get(authorization.id)?.key === key) entries.delete(authorization.id);
+      });
+      return key;
+    },
+    clear() {
+      for (const id of [...entries.keys()]) drop(id);
     },
   };
 }

@@ -241,7 +241,7 @@ function recommendationService(store: ReturnType<typeof createMemoryStore>, limi
   return createRelationService({
     queries: new GraphQueries(store, createCursorCodec(randomBytes(32)), limits),
     authorizer: { verify: refuse },
-    encryptor: { encryptFor: refuse, close: async () => {} },
+    encryptor: { encryptFor: refuse, encryptForAuthorization: refuse, close: async () => {} },
   });
 }
 

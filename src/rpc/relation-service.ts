@@ -18,7 +18,7 @@ import {
   type RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT, type SiweVerifier } from "../auth/siwe.js";
-import type { ResultEncryptor } from "../crypto/encryptor.js";
+import type { AnswerAuthorization, ResultEncryptor } from "../crypto/encryptor.js";
 import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
 import type { UserRecord } from "../domain/model.js";
 import type { GraphQueries } from "../graph/queries.js";
@@ -44,33 +44,36 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
    */
   async function authorizeOwner(req: SingleIdentityFields & { sig: string; message: string }, statement: string) {
     const identity = singleIdentity(req);
-    const { address: signer } = await authorizer.verify({ sig: req.sig, message: req.message, statement });
+    const authorization = await authorizer.verify({ sig: req.sig, message: req.message, statement });
     const [id] = await queries.resolveUsers([identity]);
     const user = await queries.user(id!);
-    if (!user.addresses.includes(signer)) {
+    if (!user.addresses.includes(authorization.address)) {
       throw new NotOwnerError("the signer of message is not one of the queried user's addresses");
     }
-    return { user, signer };
+    return { user, authorization };
   }
 
-  const encryptJson = (signer: string, json: unknown) => encryptor.encryptFor(signer, new TextEncoder().encode(JSON.stringify(json)));
+  // Every answer under one authorization shares its payload key; what each answer holds is decided
+  // here, per request, so erasure and withdrawn consent show in the next answer all the same.
+  const encryptJson = (authorization: AnswerAuthorization, json: unknown) =>
+    encryptor.encryptForAuthorization(authorization, new TextEncoder().encode(JSON.stringify(json)));
 
   return {
     async profile(req: ProfileRequest): Promise<MessageInitShape<typeof ProfileResponseSchema>> {
-      const { user, signer } = await authorizeOwner(req, PROFILE_STATEMENT);
+      const { user, authorization } = await authorizeOwner(req, PROFILE_STATEMENT);
       const counts = await queries.followCounts(user.id);
       const profile = { relationId: user.relationId, name: user.name, avatar: user.avatar, ...counts };
-      return { data: await encryptJson(signer, toContractJson(ProfileSchema, profile)) };
+      return { data: await encryptJson(authorization, toContractJson(ProfileSchema, profile)) };
     },
 
     async relationshipGraph(req: RelationshipGraphRequest): Promise<MessageInitShape<typeof RelationshipGraphResponseSchema>> {
       const page = pageRequest(req);
-      const { user, signer } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
+      const { user, authorization } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
       const result = await queries.relationshipGraph(user.id, page);
       const entries = result.items.map(({ user: peer, description }) =>
         toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
       );
-      return { data: await encryptJson(signer, entries), cursor: result.cursor };
+      return { data: await encryptJson(authorization, entries), cursor: result.cursor };
     },
 
     async multiDimensionalRecommendation(

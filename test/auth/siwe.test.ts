@@ -56,6 +56,8 @@ describe("createSiweVerifier", () => {
       statement: PROFILE_STATEMENT,
       issuedAt: new Date(at(-60_000)),
       expirationTime: new Date(at(HOUR)),
+      id: expect.stringMatching(/^[0-9a-f]{64}$/),
+      validUntil: new Date(at(HOUR)),
     });
   });
 
@@ -252,5 +254,47 @@ describe("createSiweVerifier", () => {
         InvalidAuthorizationError,
       );
     }
+  });
+
+  describe("verified once", () => {
+    it("remembers a verified authorization by its message and signature; every use still checks the statement and the time limits", async () => {
+      const wallet = Wallet.createRandom();
+      const { sig, message } = await signed(wallet, { expirationTime: at(HOUR) });
+      let clock = NOW;
+      const cached = verifier({ now: () => clock });
+      const first = await cached.verify({ sig, message, statement: PROFILE_STATEMENT });
+      // The same pair, so the same id; a different signature over the same message is another authorization.
+      const again = await cached.verify({ sig, message, statement: PROFILE_STATEMENT });
+      expect(again).toEqual(first);
+      const other = await signed(wallet, { expirationTime: at(HOUR - 1000) });
+      expect((await cached.verify({ ...other, statement: PROFILE_STATEMENT })).id).not.toBe(first.id);
+
+      await expect(cached.verify({ sig, message, statement: RELATIONSHIP_GRAPH_STATEMENT })).rejects.toBeInstanceOf(InvalidAuthorizationError);
+      clock = new Date(NOW.getTime() + HOUR);
+      await expect(cached.verify({ sig, message, statement: PROFILE_STATEMENT })).rejects.toBeInstanceOf(AuthorizationExpiredError);
+    });
+
+    it("holds a remembered authorization to its maximum age and notBefore on every use", async () => {
+      const wallet = Wallet.createRandom();
+      const { sig, message } = await signed(wallet, { notBefore: at(10 * 60_000) });
+      let clock = new Date(NOW.getTime() + 20 * 60_000);
+      const cached = verifier({ now: () => clock, maxAgeSeconds: 3600 });
+      const first = await cached.verify({ sig, message, statement: PROFILE_STATEMENT });
+      expect(first.validUntil).toEqual(new Date(new Date(at(-60_000)).getTime() + HOUR));
+      clock = NOW;
+      await expect(cached.verify({ sig, message, statement: PROFILE_STATEMENT })).rejects.toThrow(/not valid before/);
+      clock = new Date(NOW.getTime() + HOUR);
+      await expect(cached.verify({ sig, message, statement: PROFILE_STATEMENT })).rejects.toThrow(/issued more than 3600 seconds ago/);
+    });
+
+    it("never remembers a failure: a bad signature is refused every time", async () => {
+      const wallet = Wallet.createRandom();
+      const { message } = await signed(wallet);
+      const { sig: wrong } = await signed(Wallet.createRandom());
+      const cached = verifier();
+      for (let i = 0; i < 2; i++) {
+        await expect(cached.verify({ sig: wrong, message, statement: PROFILE_STATEMENT })).rejects.toBeInstanceOf(InvalidAuthorizationError);
+      }
+    });
   });
 });

@@ -169,7 +169,7 @@ describe("decryptResult", () => {
     expect(await decrypt(dev.network, sparse as unknown as EncryptedPayload)).toEqual(plaintext);
   });
 
-  it("explains that Lit-encrypted data needs Lit's SDK", async () => {
-    await expect(decrypt(dev.network, { ...payload, backend: "lit" })).rejects.toThrow(/"lit" backend/);
+  it("explains that data of another backend (the retired Lit one) needs that network's SDK", async () => {
+    await expect(decrypt(dev.network, { ...payload, backend: "lit" } as unknown as EncryptedPayload)).rejects.toThrow(/"lit" backend/);
   });
 });

@@ -9,3 +9,14 @@ describe("FAST_PATHS", () => {
     expect(() => loadConfig({ FAST_PATHS: "no" })).toThrow(ConfigError);
   });
 });
+
+describe("ENCRYPTION_BACKEND", () => {
+  it("is relgraph's key nodes by default and refuses the retired Lit backend, saying why", () => {
+    expect(loadConfig({}).encryptionBackend).toBe("relgraph");
+    expect(loadConfig({ ENCRYPTION_BACKEND: "relgraph" }).encryptionBackend).toBe("relgraph");
+    expect(() => loadConfig({ ENCRYPTION_BACKEND: "lit" })).toThrow(ConfigError);
+    expect(() => loadConfig({ ENCRYPTION_BACKEND: "lit" })).toThrow(/retired its Datil and Naga networks.*2026/);
+    expect(() => loadConfig({ LIT_NETWORK: "datil" })).toThrow(/LIT_NETWORK is no longer read/);
+    expect(() => loadConfig({ ENCRYPTION_BACKEND: "other" })).toThrow(/expected one of relgraph/);
+  });
+});

@@ -72,4 +72,51 @@ describe("threshold encryptor", () => {
     await encryptor.close();
     await expect(encryptor.encryptFor(signer, new Uint8Array(1))).rejects.toThrow(/closed/);
   });
+
+  describe("one payload key per authorization", () => {
+    const HOUR = 3600_000;
+    const authorization = (id: string, validUntil: number, address = signer) => ({ address, id, validUntil: new Date(validUntil) });
+
+    it("shares one key among an authorization's answers, with a fresh IV each, and never across authorizations", async () => {
+      let clock = 1_000_000;
+      const encryptor = sourceEncryptor.createThresholdEncryptor(dealt.network, { workers: 0, now: () => clock });
+      const first = new TextEncoder().encode('["page 1"]');
+      const second = new TextEncoder().encode('["page 2"]');
+      const a = authorization("a".repeat(64), clock + HOUR);
+      const [a1, a2] = await Promise.all([encryptor.encryptForAuthorization(a, first), encryptor.encryptForAuthorization(a, second)]);
+      expect(a2.encryptedSymmetricKey).toBe(a1.encryptedSymmetricKey);
+      expect(a2.dataToEncryptHash).toBe(a1.dataToEncryptHash);
+      // Same key, different IVs: the sealed payloads' first 12 bytes differ.
+      const iv = (payload: EncryptedPayload) => Buffer.from(payload.encryptedString, "base64").subarray(0, 12).toString("hex");
+      expect(iv(a2)).not.toBe(iv(a1));
+      expect(open(a1)).toEqual(first);
+      expect(open(a2)).toEqual(second);
+
+      const b = await encryptor.encryptForAuthorization(authorization("b".repeat(64), clock + HOUR), first);
+      expect(b.dataToEncryptHash).not.toBe(a1.dataToEncryptHash);
+      // The same id presented for another signer (it cannot be, but the cache must not tell) gets its own key.
+      const other = "0x" + "cd".repeat(20);
+      const c = await encryptor.encryptForAuthorization(authorization("a".repeat(64), clock + HOUR, other), first);
+      expect(c.dataToEncryptHash).not.toBe(a1.dataToEncryptHash);
+      expect(c.accessControlConditions).toEqual(onlySignerConditions(other));
+
+      // Past the authorization's lifetime its key is gone and it is refused.
+      clock += HOUR;
+      await expect(encryptor.encryptForAuthorization(a, first)).rejects.toThrow(/expired/);
+      await encryptor.close();
+    });
+
+    it("keeps a bounded number of keys: the oldest authorization's makes room", async () => {
+      const encryptor = sourceEncryptor.createThresholdEncryptor(dealt.network, { workers: 0, keyCacheSize: 2 });
+      const plaintext = new Uint8Array(1);
+      const until = Date.now() + HOUR;
+      const hash = async (id: string) => (await encryptor.encryptForAuthorization(authorization(id, until), plaintext)).dataToEncryptHash;
+      const first = await hash("1");
+      expect(await hash("1")).toBe(first);
+      await hash("2");
+      await hash("3");
+      expect(await hash("1")).not.toBe(first);
+      await encryptor.close();
+    });
+  });
 });

@@ -79,13 +79,14 @@ let baseUrl: string;
 let grpcTarget: string;
 let network: PublicKeyNetwork;
 let dir: string;
+let store: ReturnType<typeof createMemoryStore>;
 
 beforeAll(async () => {
   nodes = await startKeyNodes({ threshold: 2, nodes: 3 });
   dir = await mkdtemp(join(tmpdir(), "relgraph-e2e-"));
   const networkFile = join(dir, "key-network.json");
   await writeFile(networkFile, JSON.stringify(nodes.network));
-  const store = createMemoryStore();
+  store = createMemoryStore();
   await ingestRecords(store, records);
   relgraph = await createRelgraph(loadConfig({ API_KEYS: API_KEY, KEY_NETWORK_FILE: networkFile }), store, { logLevel: false });
   baseUrl = await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
@@ -224,6 +225,28 @@ describe("Relationship graph", () => {
       ...((await decryptJson(toJson(EncryptedDataSchema, second.data!), auth)) as unknown[]),
     ];
     expect(decrypted).toEqual(expectedGraph);
+  });
+
+  it("one authorization's pages share one payload key, yet a withdrawn consent shows in the next page", async () => {
+    const auth = await signAuthorization(owner, GRAPH);
+    const page = async () => (await rest("relationshipGraph", { address: owner.address, ...auth, limit: "100" })).body.data as EncryptedPayload;
+    const before = await page();
+    expect(await decryptJson(before, auth)).toEqual(expectedGraph);
+    // The owner withdraws consent for f2.
+    await ingestRecords(store, [{ type: "release", relationId: "owner", peers: ["f1", "f3"] }]);
+    try {
+      const after = await page();
+      expect(after.dataToEncryptHash).toBe(before.dataToEncryptHash);
+      expect(after.encryptedSymmetricKey).toBe(before.encryptedSymmetricKey);
+      expect(after.encryptedString).not.toBe(before.encryptedString);
+      expect(await decryptJson(after, auth)).toEqual([expectedGraph[0], expectedGraph[2]]);
+      // A new authorization gets a key of its own.
+      const fresh = await signAuthorization(owner, GRAPH);
+      const { body } = await rest("relationshipGraph", { address: owner.address, ...fresh, limit: "100" });
+      expect((body.data as EncryptedPayload).dataToEncryptHash).not.toBe(before.dataToEncryptHash);
+    } finally {
+      await ingestRecords(store, [{ type: "release", relationId: "owner", peers: ["f1", "f2", "f3"] }]);
+    }
   });
 
   it("decrypts with one of the three key nodes down", async () => {
