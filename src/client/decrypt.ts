@@ -1,18 +1,25 @@
 import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex } from "@noble/hashes/utils.js";
-import { G1_BASE, decodeG1, hashIdentity, pairingsEqual } from "../crypto/bls.js";
-import { combineDecryptionShares, decodeDecryptionShare, verifyDecryptionShare, type DecryptionShare } from "../crypto/decryption-share.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
+import { decodeG1Wasm, g1BaseWasm, hashIdentityWasm, loadWasmBls, pairingsEqualWasm } from "../crypto/bls-wasm.js";
+import {
+  combineDecryptionSharesWasm,
+  decodeDecryptionShareWasm,
+  verifyDecryptionShareWasm,
+  type WasmDecryptionShare,
+} from "../crypto/decryption-share.js";
 import type { EncryptedPayload } from "../crypto/encryptor.js";
 import { base64ToBytes, openPayload } from "../crypto/envelope-open.js";
-import { decryptKey } from "../crypto/ibe.js";
+import { WASM_IBE, decryptKey } from "../crypto/ibe.js";
 import { conditionsFromJson, encryptionIdentity } from "../crypto/identity.js";
 import { parsePublicKeyNetwork, resolveNodeUrl, type KeyNodeInfo, type PublicKeyNetwork } from "../crypto/key-network.js";
 
 /**
  * The client side of encrypted results, in browsers and Node alike (`relgraph decrypt`, the examples
- * and the demo dApp all use it): ask the
- * key nodes for decryption shares with the caller's SIWE authorization, trust none of them until it
- * passes its pairing check, combine a threshold of them and open the envelope.
+ * and the demo dApp all use it): ask the key nodes for decryption shares with the caller's SIWE
+ * authorization, combine a threshold of them, trust the result only once it passes its pairing check,
+ * and open the envelope. The server encrypts every answer under one authorization with one payload
+ * key, so a key decrypted once opens that authorization's later answers with AES alone (PayloadKeyCache).
+ * The pairing work runs in WebAssembly (bls-wasm.ts).
  */
 
 /** Thrown when an encrypted result cannot be decrypted; the message says why. */
@@ -35,7 +42,61 @@ export interface DecryptResultOptions {
   fetch?: typeof fetch;
   /** Budget for each node's answer. Default 10 s. */
   timeoutMs?: number;
+  /**
+   * Where payload keys decrypted before are kept, and this one is put; without it every call runs a
+   * threshold decryption. createPayloadKeyCache() keeps them in memory only.
+   */
+  keyCache?: PayloadKeyCache;
 }
+
+/**
+ * Decrypted payload keys by dataToEncryptHash (SHA-256 of the key, so a key is only ever found for
+ * answers sealed under it). An implementation that writes keys anywhere lasting is the caller's
+ * choice: a key opens every answer of its authorization.
+ */
+export interface PayloadKeyCache {
+  get(dataToEncryptHash: string): Uint8Array | undefined;
+  /** Keeps a copy of `key` until `expiresAt` (ms since the epoch), the end of its authorization. */
+  set(dataToEncryptHash: string, key: Uint8Array, expiresAt: number): void;
+}
+
+/** Options of createPayloadKeyCache. */
+export interface PayloadKeyCacheOptions {
+  /** Keys kept at once; beyond that the oldest is dropped. Default 256. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/** An in-memory PayloadKeyCache: bounded, each key dropped (and wiped) when its authorization expires. */
+export function createPayloadKeyCache(options: PayloadKeyCacheOptions = {}): PayloadKeyCache {
+  const maxEntries = options.maxEntries ?? 256;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, { key: Uint8Array; expiresAt: number }>();
+  const drop = (hash: string) => {
+    entries.get(hash)?.key.fill(0);
+    entries.delete(hash);
+  };
+  return {
+    get(hash) {
+      const entry = entries.get(hash);
+      if (entry === undefined) return undefined;
+      if (entry.expiresAt <= now()) {
+        drop(hash);
+        return undefined;
+      }
+      return entry.key;
+    },
+    set(hash, key, expiresAt) {
+      if (maxEntries <= 0 || expiresAt <= now()) return;
+      drop(hash);
+      while (entries.size >= maxEntries) drop(entries.keys().next().value as string);
+      entries.set(hash, { key: key.slice(), expiresAt });
+    },
+  };
+}
+
+/** How long a key is kept when its authorization names no Expiration Time. */
+const KEY_LIFETIME_WITHOUT_EXPIRY_MS = 3600_000;
 
 /** Options of fetchKeyNetwork. */
 export interface FetchKeyNetworkOptions {
@@ -67,31 +128,36 @@ export async function fetchKeyNetwork(serverUrl: string, options: FetchKeyNetwor
 }
 
 /**
- * Decrypts an EncryptedData of backend "relgraph". Asks every node at once, verifies each share that
- * comes back with e(g1, σᵢ) = e(PKᵢ, H₂(id)), stops as soon as t shares are valid, combines them and
- * checks e(g1, σ) = e(PK, H₂(id)) before decrypting. Up to n − t nodes may be down or lying.
+ * Decrypts an EncryptedData of backend "relgraph". With a key cache that holds its payload key, that is
+ * AES alone. Otherwise it asks every node at once, combines the first t shares that arrive and checks
+ * e(g1, σ) = e(PK, H₂(id)); only when that fails does it check each share with e(g1, σᵢ) = e(PKᵢ, H₂(id)),
+ * drop the bad ones and wait for more. Up to n − t nodes may be down, slow or lying.
  */
 export async function decryptResult(encrypted: EncryptedPayload, options: DecryptResultOptions): Promise<Uint8Array> {
   const payload = checkPayload(encrypted);
+  const cached = options.keyCache?.get(payload.dataToEncryptHash);
+  if (cached !== undefined && bytesToHex(sha256(cached)) === payload.dataToEncryptHash) return open(cached, payload);
+
   const network = parsePublicKeyNetwork(options.network);
+  await loadWasmBls();
   const identity = encryptionIdentity(payload.accessControlConditions, payload.dataToEncryptHash);
-  const identityHash = hashIdentity(identity);
+  const identityHash = hashIdentityWasm(identity);
+  const publicKey = decodeG1Wasm(hexToBytes(network.publicKey), "publicKey");
   const body = JSON.stringify({
     accessControlConditions: payload.accessControlConditions,
     dataToEncryptHash: payload.dataToEncryptHash,
     authSig: { sig: options.sig, signedMessage: options.message },
   });
-
-  const shares = await collectShares(network, options, body, (node, share) =>
-    verifyDecryptionShare(share, decodeG1(node.publicShare, "publicShare"), identityHash),
-  );
-  const sigma = combineDecryptionShares(shares);
-  if (!pairingsEqual(G1_BASE, sigma, decodeG1(network.publicKey, "publicKey"), identityHash)) {
-    throw new DecryptionError("the combined decryption key does not match the network's public key");
-  }
+  const sigma = await collectKey(network, options, body, {
+    combine: (shares) => {
+      const combined = combineDecryptionSharesWasm(shares);
+      return pairingsEqualWasm(g1BaseWasm(), combined, publicKey, identityHash) ? combined : null;
+    },
+    isValid: (node, share) => verifyDecryptionShareWasm(share, decodeG1Wasm(hexToBytes(node.publicShare), "publicShare"), identityHash),
+  });
   let key: Uint8Array;
   try {
-    key = decryptKey(base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey"), sigma);
+    key = decryptKey(base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey"), sigma, WASM_IBE);
   } catch (error) {
     throw new DecryptionError(`encryptedSymmetricKey does not decrypt: ${reason(error)}`, { cause: error });
   }
@@ -99,39 +165,77 @@ export async function decryptResult(encrypted: EncryptedPayload, options: Decryp
     throw new DecryptionError("the decrypted key does not match dataToEncryptHash");
   }
   try {
-    return openPayload(key, payload.encryptedString);
-  } catch (error) {
-    throw new DecryptionError(reason(error), { cause: error });
+    const plaintext = open(key, payload);
+    options.keyCache?.set(payload.dataToEncryptHash, key, keyExpiry(options.message));
+    return plaintext;
   } finally {
     key.fill(0);
   }
 }
 
-/** Resolves with t valid shares as soon as it has them, or rejects naming what every node did. */
-function collectShares(
-  network: PublicKeyNetwork,
-  options: DecryptResultOptions,
-  body: string,
-  isValid: (node: KeyNodeInfo, share: DecryptionShare) => boolean,
-): Promise<DecryptionShare[]> {
+function open(key: Uint8Array, payload: EncryptedPayload): Uint8Array {
+  try {
+    return openPayload(key, payload.encryptedString);
+  } catch (error) {
+    throw new DecryptionError(reason(error), { cause: error });
+  }
+}
+
+/** The end of the authorization's lifetime, as its EIP-4361 text states it. */
+function keyExpiry(message: string): number {
+  const stated = /^Expiration Time: (.+)$/m.exec(message)?.[1];
+  const at = stated === undefined ? Number.NaN : Date.parse(stated);
+  return Number.isNaN(at) ? Date.now() + KEY_LIFETIME_WITHOUT_EXPIRY_MS : at;
+}
+
+/** What collectKey does with shares: combine and check t of them, or check one. */
+interface ShareChecks<Key> {
+  /** The combined key when it passes its check against the network key, else null. */
+  combine(shares: WasmDecryptionShare[]): Key | null;
+  isValid(node: KeyNodeInfo, share: WasmDecryptionShare): boolean;
+}
+
+/**
+ * Resolves with the decryption key as soon as t shares combine to one that checks, or rejects naming
+ * what every node did. While no combination has failed, shares are trusted until combined (one
+ * pairing check for all); after one has, every share is checked on its own before it is used.
+ */
+function collectKey<Key>(network: PublicKeyNetwork, options: DecryptResultOptions, body: string, checks: ShareChecks<Key>): Promise<Key> {
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const done = new AbortController();
-  const valid: DecryptionShare[] = [];
+  const nodes = new Map(network.nodes.map((node) => [node.index, node]));
+  let received: WasmDecryptionShare[] = [];
+  let checkEach = false;
   const failures = new Map<number, string>();
 
   return new Promise((resolve, reject) => {
     let pending = network.nodes.length;
+    const tryCombine = () => {
+      if (received.length < network.threshold) return;
+      const key = checks.combine(received.slice(0, network.threshold));
+      if (key !== null) {
+        done.abort();
+        resolve(key);
+        return;
+      }
+      // Some share is bad: find it (them) by checking each, and wait for others.
+      checkEach = true;
+      received = received.filter((share) => {
+        if (checks.isValid(nodes.get(share.index) as KeyNodeInfo, share)) return true;
+        failures.set(share.index, "sent a share that fails its pairing check");
+        return false;
+      });
+      if (received.length >= network.threshold) tryCombine();
+    };
     const settle = () => {
       if (done.signal.aborted) return;
-      if (valid.length >= network.threshold) {
-        done.abort();
-        resolve(valid.slice(0, network.threshold));
-      } else if (pending === 0) {
+      tryCombine();
+      if (!done.signal.aborted && pending === 0) {
         done.abort();
         reject(
           new DecryptionError(
-            `got ${valid.length} valid decryption share(s) from ${network.nodes.length} key node(s); ` +
+            `got ${received.length} valid decryption share(s) from ${network.nodes.length} key node(s); ` +
               `${network.threshold} are needed. ` +
               [...failures].sort(([a], [b]) => a - b).map(([index, why]) => `node ${index}: ${why}`).join("; "),
           ),
@@ -142,8 +246,8 @@ function collectShares(
       requestShare(doFetch, node, options.serverUrl, body, timeoutMs, done.signal)
         .then((share) => {
           if (share.index !== node.index) throw new Error(`answered with the share index ${share.index}`);
-          if (!isValid(node, share)) throw new Error("sent a share that fails its pairing check");
-          valid.push(share);
+          if (checkEach && !checks.isValid(node, share)) throw new Error("sent a share that fails its pairing check");
+          received.push(share);
         })
         .catch((error: unknown) => {
           if (!done.signal.aborted) failures.set(node.index, reason(error));
@@ -163,7 +267,7 @@ async function requestShare(
   body: string,
   timeoutMs: number,
   done: AbortSignal,
-): Promise<DecryptionShare> {
+): Promise<WasmDecryptionShare> {
   const url = new URL("v1/decryption-share", withSlash(resolveNodeUrl(node, serverUrl)));
   const abort = new AbortController();
   const onDone = () => abort.abort();
@@ -181,7 +285,7 @@ async function requestShare(
       const message = typeof answer?.message === "string" ? `: ${answer.message}` : "";
       throw new Error(`refused with HTTP ${response.status}${message}`);
     }
-    return decodeDecryptionShare(answer?.signatureShare);
+    return decodeDecryptionShareWasm(answer?.signatureShare);
   } catch (error) {
     if (abort.signal.aborted && abort.signal.reason instanceof Error) throw abort.signal.reason;
     throw error;

@@ -25,7 +25,15 @@ export {
   type UserRef,
   type UserRefs,
 } from "./relgraph-client.js";
-export { DecryptionError, decryptResult, fetchKeyNetwork, type DecryptResultOptions } from "./decrypt.js";
+export {
+  DecryptionError,
+  createPayloadKeyCache,
+  decryptResult,
+  fetchKeyNetwork,
+  type DecryptResultOptions,
+  type PayloadKeyCache,
+  type PayloadKeyCacheOptions,
+} from "./decrypt.js";
 export { toChecksumAddress } from "../domain/identity.js";
 export { createSiweMessage, STATEMENTS, type AuthorizedOperation, type SiweMessageOptions } from "./siwe-message.js";
 export type { PublicKeyNetwork, KeyNodeInfo } from "../crypto/key-network.js";

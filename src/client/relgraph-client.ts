@@ -13,7 +13,7 @@ import {
 import type { EncryptedPayload } from "../crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../crypto/key-network.js";
 import { toContractJson } from "../transport/contract-json.js";
-import { decryptResult, fetchKeyNetwork } from "./decrypt.js";
+import { createPayloadKeyCache, decryptResult, fetchKeyNetwork, type PayloadKeyCache } from "./decrypt.js";
 import { createSiweMessage, type AuthorizedOperation } from "./siwe-message.js";
 
 /**
@@ -37,6 +37,13 @@ export interface RelgraphClientOptions {
   fetch?: typeof fetch;
   /** Budget for each call and each key node's answer. Default 10 s. */
   timeoutMs?: number;
+  /**
+   * Where decrypted payload keys are kept: by default in this client's memory (bounded, each until its
+   * authorization expires), so that one threshold decryption per authorization opens all its answers.
+   * Pass your own PayloadKeyCache to keep them elsewhere (anything lasting is your choice: a key opens
+   * every answer of its authorization), or false to run a threshold decryption for every answer.
+   */
+  keyCache?: PayloadKeyCache | false;
 }
 
 /** `sig` and the signed EIP-4361 `message`, sent with Profile and Relationship graph. */
@@ -142,7 +149,10 @@ export interface RelgraphClient {
   authorize(operation: AuthorizedOperation, signer: MessageSigner, options?: AuthorizeOptions): Promise<Authorization>;
   /** The server's key network (GET /key-network), fetched once. */
   keyNetwork(): Promise<PublicKeyNetwork>;
-  /** Decrypts an EncryptedData through the key nodes with the authorization it was fetched with; returns its JSON. */
+  /**
+   * Decrypts an EncryptedData with the authorization it was fetched with and returns its JSON: through
+   * the key nodes the first time, with the kept payload key for the authorization's later answers.
+   */
   decrypt<T = unknown>(encrypted: EncryptedData, authorization: Authorization): Promise<T>;
   /** Profile, decrypted. */
   decryptedProfile(user: UserRef, authorization: Authorization): Promise<Profile>;
@@ -172,6 +182,7 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const rpc = protocol === "rest" ? null : createClient(RelationService, rpcTransport(protocol, baseUrl, options.apiKey, doFetch));
   let network: Promise<PublicKeyNetwork> | undefined;
+  const keyCache = options.keyCache === false ? undefined : (options.keyCache ?? createPayloadKeyCache());
 
   /**
    * Calls `operation` with `params` (proto JSON names) and returns the response in the contract's
@@ -243,6 +254,7 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
         ...authorization,
         fetch: doFetch,
         timeoutMs,
+        keyCache,
       });
       return JSON.parse(new TextDecoder().decode(plaintext)) as T;
     },

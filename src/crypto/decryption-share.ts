@@ -1,5 +1,6 @@
 import { bytesToHex, concatBytes, hexToBytes } from "@noble/hashes/utils.js";
 import { EncodingError, G1_BASE, decodeG2, pairingsEqual, type G1Point, type G2Point } from "./bls.js";
+import { InterpolableG2, decodeG2Wasm, g1BaseWasm, pairingsEqualWasm, type WasmG1, type WasmG2 } from "./bls-wasm.js";
 import { MAX_NODES, interpolatePoints } from "./shamir.js";
 
 /**
@@ -27,13 +28,30 @@ export function encodeDecryptionShare(share: DecryptionShare): string {
 
 /** Decodes a share, refusing a wrong length, index 0, a bad point encoding and the identity point. */
 export function decodeDecryptionShare(hex: unknown): DecryptionShare {
+  const { index, point } = splitShare(hex);
+  return { index, point: decodeG2(point, "decryption share") };
+}
+
+/** A share decoded by mcl (bls-wasm.ts); the same checks as decodeDecryptionShare. */
+export interface WasmDecryptionShare {
+  index: number;
+  point: WasmG2;
+}
+
+/** decodeDecryptionShare in WebAssembly; only after `await loadWasmBls()`. */
+export function decodeDecryptionShareWasm(hex: unknown): WasmDecryptionShare {
+  const { index, point } = splitShare(hex);
+  return { index, point: decodeG2Wasm(point, "decryption share") };
+}
+
+function splitShare(hex: unknown): { index: number; point: Uint8Array } {
   if (typeof hex !== "string" || !/^[0-9a-fA-F]*$/.test(hex) || hex.length !== SHARE_BYTES * 2) {
     throw new EncodingError(`a decryption share must be ${SHARE_BYTES} bytes of hex`);
   }
   const bytes = hexToBytes(hex);
   const index = bytes[0] as number;
   if (index < 1 || index > MAX_NODES) throw new EncodingError("a decryption share's index must not be 0");
-  return { index, point: decodeG2(bytes.subarray(1), "decryption share") };
+  return { index, point: bytes.subarray(1) };
 }
 
 /** Client side: e(g1, σᵢ) = e(PKᵢ, H), i.e. σᵢ was made with the secret behind PKᵢ for this identity. */
@@ -41,10 +59,25 @@ export function verifyDecryptionShare(share: DecryptionShare, publicShare: G1Poi
   return pairingsEqual(G1_BASE, share.point, publicShare, identityHash);
 }
 
+/** verifyDecryptionShare in WebAssembly. */
+export function verifyDecryptionShareWasm(share: WasmDecryptionShare, publicShare: WasmG1, identityHash: WasmG2): boolean {
+  return pairingsEqualWasm(g1BaseWasm(), share.point, publicShare, identityHash);
+}
+
 /** σ = Σ λᵢ·σᵢ (Lagrange at 0) over shares with distinct indices. */
 export function combineDecryptionShares(shares: readonly DecryptionShare[]): G2Point {
+  checkDistinct(shares);
+  return interpolatePoints(shares);
+}
+
+/** combineDecryptionShares in WebAssembly. */
+export function combineDecryptionSharesWasm(shares: readonly WasmDecryptionShare[]): WasmG2 {
+  checkDistinct(shares);
+  return interpolatePoints(shares.map(({ index, point }) => ({ index, point: new InterpolableG2(point) }))).point;
+}
+
+function checkDistinct(shares: readonly { index: number }[]): void {
   if (new Set(shares.map((share) => share.index)).size !== shares.length) {
     throw new EncodingError("decryption shares must have distinct indices");
   }
-  return interpolatePoints(shares);
 }

@@ -6,7 +6,9 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import type { EncryptJob, EncryptResult } from "./encrypt-worker.js";
 import { newPayloadKey, sealPayload } from "./envelope.js";
-import { encryptKey } from "./ibe.js";
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { loadWasmBls, type WasmG1 } from "./bls-wasm.js";
+import { WASM_IBE, encryptKey } from "./ibe.js";
 import { CONDITIONS_CHAIN, encryptionIdentity, onlySignerConditions, type AccessControlCondition } from "./identity.js";
 import { parsePublicKeyNetwork, type PublicKeyNetwork } from "./key-network.js";
 
@@ -87,6 +89,12 @@ export function createThresholdEncryptor(
   const pool = size > 0 && existsSync(fileURLToPath(workerFile)) ? createWorkerPool(workerFile, size) : null;
 
   const now = options.now ?? Date.now;
+  let inlineKey: Promise<WasmG1> | undefined;
+  /** Encrypts on this thread, in WebAssembly. */
+  const encryptInline = async (identity: string, key: Uint8Array) => {
+    inlineKey ??= loadWasmBls().then(() => WASM_IBE.publicKey(hexToBytes(publicKey)));
+    return encryptKey(await inlineKey, identity, key, WASM_IBE);
+  };
 
   /** A payload key with everything about it that does not depend on the answer. */
   const makeKey = async (signerAddress: string): Promise<PayloadKey> => {
@@ -96,7 +104,7 @@ export function createThresholdEncryptor(
     const dataToEncryptHash = bytesToHex(sha256(key));
     const identity = encryptionIdentity(accessControlConditions, dataToEncryptHash);
     // The pool works on a copy and wipes it.
-    const ciphertext = pool === null ? encryptKey(publicKey, identity, key) : await pool.run({ publicKey, identity, key });
+    const ciphertext = pool === null ? await encryptInline(identity, key) : await pool.run({ publicKey, identity, key });
     return { key, encryptedSymmetricKey: Buffer.from(ciphertext).toString("base64"), accessControlConditions, dataToEncryptHash };
   };
   const keys = createPayloadKeyCache(options.keyCacheSize ?? DEFAULT_KEY_CACHE_SIZE, now);

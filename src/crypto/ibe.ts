@@ -1,8 +1,18 @@
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { shake128 } from "@noble/hashes/sha3.js";
-import { bytesToHex, concatBytes, randomBytes } from "@noble/hashes/utils.js";
-import { Fr, G1_BASE, decodeG1, decodeG2, hashIdentity, pairingBytes, type G2Point } from "./bls.js";
+import { bytesToHex, concatBytes, hexToBytes, randomBytes } from "@noble/hashes/utils.js";
+import { EncodingError, Fr, G1_BASE, decodeG1, decodeG2, hashIdentity, pairingBytes, type G1Point, type G2Point } from "./bls.js";
+import {
+  decodeG1Wasm,
+  decodeG2Wasm,
+  g1BaseWasm,
+  hashIdentityWasm,
+  mulG1Wasm,
+  pairingBytesWasm,
+  type WasmG1,
+  type WasmG2,
+} from "./bls-wasm.js";
 
 /**
  * Identity-based encryption as blsful's "TimeCrypt" on BLS12-381 (Lit SDK v3 to v7): a Boneh–Franklin
@@ -30,24 +40,85 @@ export class IbeDecryptionError extends Error {
   }
 }
 
-/** Encrypts `msg` to `identity` under the network public key `pk` (48-byte compressed G1, or hex). */
-export function encryptKey(pk: Uint8Array | string, identity: Uint8Array | string, msg: Uint8Array): Uint8Array {
-  const publicKey = decodeG1(pk, "public key");
+/**
+ * The curve work of the scheme, done by one library: @noble/curves (NOBLE_IBE, the reference) or mcl's
+ * WebAssembly (WASM_IBE, after loadWasmBls()). Everything else, every byte layout included, is this
+ * file's, shared by both.
+ */
+export interface IbeCurve<PublicKey, Key> {
+  /** Decodes the network key (48-byte compressed G1), refusing what decodeG1 refuses. */
+  publicKey(bytes: Uint8Array): PublicKey;
+  /** Decodes a decryption key σ (96-byte compressed G2), refusing what decodeG2 refuses. */
+  decryptionKey(bytes: Uint8Array): Key;
+  /** r·g1, compressed. */
+  baseMultiple(r: bigint): Uint8Array;
+  /** e(r·PK, H₂(identity)), serialised. */
+  senderMask(publicKey: PublicKey, r: bigint, identity: Uint8Array | string): Uint8Array;
+  /** e(U, σ), serialised; U is 48 bytes and refused as decodeG1 refuses. */
+  receiverMask(u: Uint8Array, key: Key): Uint8Array;
+}
+
+/** The reference implementation, in pure JavaScript. */
+export const NOBLE_IBE: IbeCurve<G1Point, G2Point> = {
+  publicKey: (bytes) => decodeG1(bytes, "public key"),
+  decryptionKey: (bytes) => decodeG2(bytes, "decryption key"),
+  baseMultiple: (r) => G1_BASE.multiply(r).toBytes(true),
+  senderMask: (publicKey, r, identity) => pairingBytes(publicKey.multiply(r), hashIdentity(identity)),
+  receiverMask: (u, key) => pairingBytes(decodeG1(u, "U"), key),
+};
+
+/** mcl in WebAssembly, tens of times faster; only after `await loadWasmBls()`. */
+export const WASM_IBE: IbeCurve<WasmG1, WasmG2> = {
+  publicKey: (bytes) => decodeG1Wasm(bytes, "public key"),
+  decryptionKey: (bytes) => decodeG2Wasm(bytes, "decryption key"),
+  baseMultiple: (r) => mulG1Wasm(g1BaseWasm(), r).serialize(),
+  senderMask: (publicKey, r, identity) => pairingBytesWasm(mulG1Wasm(publicKey, r), hashIdentityWasm(identity)),
+  receiverMask: (u, key) => pairingBytesWasm(decodeG1Wasm(u, "U"), key),
+};
+
+/**
+ * Encrypts `msg` to `identity` under the network public key `pk` (48-byte compressed G1, hex, or a key
+ * `curve` decoded), with the reference curve unless told otherwise.
+ */
+export function encryptKey(pk: Uint8Array | string, identity: Uint8Array | string, msg: Uint8Array): Uint8Array;
+export function encryptKey<P, K>(pk: Uint8Array | string | P, identity: Uint8Array | string, msg: Uint8Array, curve: IbeCurve<P, K>): Uint8Array;
+export function encryptKey<P, K>(
+  pk: Uint8Array | string | P,
+  identity: Uint8Array | string,
+  msg: Uint8Array,
+  curve: IbeCurve<P, K> = NOBLE_IBE as unknown as IbeCurve<P, K>,
+): Uint8Array {
+  const publicKey = pk instanceof Uint8Array || typeof pk === "string" ? curve.publicKey(hexOrBytes(pk, "public key")) : pk;
   const alpha = scalarLE(hashToScalar(randomBytes(32)));
   const r = hashToScalar(concatBytes(alpha, sha256(msg)));
-  const v = xor(alpha, sha256(pairingBytes(publicKey.multiply(r), hashIdentity(identity))));
+  const v = xor(alpha, sha256(curve.senderMask(publicKey, r, identity)));
   const payload = concatBytes(leb128(msg.length), msg);
   const padded = payload.length >= MIN_PAYLOAD ? payload : concatBytes(payload, new Uint8Array(MIN_PAYLOAD - payload.length));
   const w = xor(padded, shake128(alpha, { dkLen: padded.length }));
-  return concatBytes(G1_BASE.multiply(r).toBytes(true), v, leb128(w.length), w, Uint8Array.of(SCHEME_POP));
+  return concatBytes(curve.baseMultiple(r), v, leb128(w.length), w, Uint8Array.of(SCHEME_POP));
 }
 
-/** Decrypts with the decryption key σ = s·H₂(identity) (96-byte compressed G2, hex, or a point). */
-export function decryptKey(ciphertext: Uint8Array, sigma: Uint8Array | string | G2Point): Uint8Array {
-  const key = sigma instanceof Uint8Array || typeof sigma === "string" ? decodeG2(sigma, "decryption key") : sigma;
-  if (key.is0()) throw new IbeDecryptionError("the decryption key is the identity point");
+/**
+ * Decrypts with the decryption key σ = s·H₂(identity) (96-byte compressed G2, hex, or a point of
+ * `curve`), with the reference curve unless told otherwise.
+ */
+export function decryptKey(ciphertext: Uint8Array, sigma: Uint8Array | string | G2Point): Uint8Array;
+export function decryptKey<P, K>(ciphertext: Uint8Array, sigma: Uint8Array | string | K, curve: IbeCurve<P, K>): Uint8Array;
+export function decryptKey<P, K>(
+  ciphertext: Uint8Array,
+  sigma: Uint8Array | string | K,
+  curve: IbeCurve<P, K> = NOBLE_IBE as unknown as IbeCurve<P, K>,
+): Uint8Array {
+  const key = sigma instanceof Uint8Array || typeof sigma === "string" ? curve.decryptionKey(hexOrBytes(sigma, "decryption key")) : sigma;
+  if (isZeroPoint(key)) throw new IbeDecryptionError("the decryption key is the identity point");
   const { u, v, w } = parseCiphertext(ciphertext);
-  const alpha = xor(v, sha256(pairingBytes(u, key)));
+  let mask: Uint8Array;
+  try {
+    mask = curve.receiverMask(u, key);
+  } catch (error) {
+    throw new IbeDecryptionError(`malformed ciphertext: ${(error as Error).message}`);
+  }
+  const alpha = xor(v, sha256(mask));
   const plain = xor(w, shake128(alpha, { dkLen: w.length }));
   const prefix = readLeb128(plain, 0);
   if (prefix === null || prefix.value > plain.length - prefix.next) {
@@ -57,7 +128,8 @@ export function decryptKey(ciphertext: Uint8Array, sigma: Uint8Array | string | 
   const padding = plain.subarray(prefix.next + prefix.value);
   const r = hashToScalar(concatBytes(alpha, sha256(msg)));
   // The Fujisaki–Okamoto check: only a ciphertext made honestly for this message re-encrypts to U.
-  if (!padding.every((byte) => byte === 0) || !G1_BASE.multiply(r).equals(u)) {
+  // U decoded above, so its bytes are canonical and comparing encodings compares points.
+  if (!padding.every((byte) => byte === 0) || !equalBytes(curve.baseMultiple(r), u)) {
     throw new IbeDecryptionError("the ciphertext does not decrypt under this key");
   }
   return msg;
@@ -66,12 +138,7 @@ export function decryptKey(ciphertext: Uint8Array, sigma: Uint8Array | string | 
 function parseCiphertext(ciphertext: Uint8Array) {
   const fail = (why: string) => new IbeDecryptionError(`malformed ciphertext: ${why}`);
   if (ciphertext.length < U_BYTES + V_BYTES + 2) throw fail("too short");
-  let u;
-  try {
-    u = decodeG1(ciphertext.subarray(0, U_BYTES), "U");
-  } catch (error) {
-    throw fail((error as Error).message);
-  }
+  const u = ciphertext.subarray(0, U_BYTES);
   const v = ciphertext.subarray(U_BYTES, U_BYTES + V_BYTES);
   const length = readLeb128(ciphertext, U_BYTES + V_BYTES);
   if (length === null || length.next + length.value + 1 !== ciphertext.length) throw fail("bad length of W");
@@ -91,6 +158,21 @@ function hashToScalar(ikm: Uint8Array): bigint {
 /** A scalar as blsful's `to_repr()`: 32 bytes, little-endian. */
 function scalarLE(value: bigint): Uint8Array {
   return Fr.toBytes(value).reverse();
+}
+
+function hexOrBytes(value: Uint8Array | string, what: string): Uint8Array {
+  if (typeof value !== "string") return value;
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(value)) throw new EncodingError(`${what} is not hex`);
+  return hexToBytes(value);
+}
+
+function isZeroPoint(key: unknown): boolean {
+  const point = key as { is0?: () => boolean; isZero?: () => boolean };
+  return point.is0?.() ?? point.isZero?.() ?? false;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
 function xor(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -4,8 +4,9 @@ import { RELGRAPH_STATEMENTS } from "../auth/siwe.js";
 import { RateLimitedError, RelgraphError } from "../domain/errors.js";
 import { registerCors } from "../transport/cors.js";
 import { toPublicError } from "../transport/errors.js";
-import { decodeScalar, hashIdentity } from "./bls.js";
-import { signDecryptionShare } from "./decryption-share.js";
+import { bytesToHex, concatBytes } from "@noble/hashes/utils.js";
+import { decodeScalar } from "./bls.js";
+import { hashIdentityWasm, loadWasmBls, mulG2Wasm } from "./bls-wasm.js";
 import { conditionsFromJson, encryptionIdentity, onlySignerAddress } from "./identity.js";
 import { parseKeyShare, type KeyShare } from "./key-network.js";
 
@@ -37,13 +38,18 @@ export interface KeyNodeOptions {
   share: KeyShare;
   verifier: AuthorizationVerifier;
   /**
-   * Decryption-share requests per client address (each costs ~20 ms of CPU, a pairing-friendly hash
-   * and a scalar multiplication); default DEFAULT_KEY_NODE_RATE_LIMIT.
+   * Decryption-share requests per client address (each costs a hash to G2 and a scalar
+   * multiplication, natively); default DEFAULT_KEY_NODE_RATE_LIMIT.
    */
   rateLimit?: { perSecond: number; burst: number };
 }
 
-/** The default rate limit of a key node, per client address (KEY_NODE_RATE_LIMIT_PER_SECOND / _BURST). */
+/**
+ * The default rate limit of a key node, per client address (KEY_NODE_RATE_LIMIT_PER_SECOND / _BURST).
+ * A client decrypts once per authorization (later answers reuse the payload key), so one user reading
+ * their profile and a graph of any size page by page asks a node twice; the burst leaves room for
+ * several users behind one address signing in at once.
+ */
 export const DEFAULT_KEY_NODE_RATE_LIMIT = { perSecond: 10, burst: 20 };
 
 /** Largest accepted request body; a real request is well under 2 KiB. */
@@ -70,7 +76,7 @@ const ERROR_KINDS = { 400: "bad_request", 401: "unauthorized", 403: "forbidden",
  */
 export const keyNodeRoutes: FastifyPluginAsync<KeyNodeOptions> = async (app, options) => {
   const share = parseKeyShare(options.share);
-  const secret = decodeScalar(share.secretShare, "secretShare");
+  const signShare = await createShareSigner(share.index, decodeScalar(share.secretShare, "secretShare"));
   const verifier = options.verifier;
   const limiter = createRateLimiter(options.rateLimit ?? DEFAULT_KEY_NODE_RATE_LIMIT);
 
@@ -117,9 +123,23 @@ export const keyNodeRoutes: FastifyPluginAsync<KeyNodeOptions> = async (app, opt
       throw new KeyNodeRequestError(403, "the conditions allow another address than the signer");
     }
     const identity = encryptionIdentity(conditions, dataToEncryptHash);
-    return { index: share.index, signatureShare: signDecryptionShare(share.index, secret, hashIdentity(identity)) };
+    return { index: share.index, signatureShare: signShare(identity) };
   });
 };
+
+/**
+ * σᵢ = sᵢ·H₂(identity) in Lit's wire format: natively with blst where its prebuilt binary loads, else
+ * in WebAssembly with mcl. Both are held to noble's signDecryptionShare in test/crypto/fast-paths.test.ts.
+ */
+async function createShareSigner(index: number, secret: bigint): Promise<(identity: string) => string> {
+  try {
+    const { nativeShareSigner } = await import("./decryption-share-native.js");
+    return nativeShareSigner(index, secret);
+  } catch {
+    await loadWasmBls();
+    return (identity) => bytesToHex(concatBytes(Uint8Array.of(index), mulG2Wasm(hashIdentityWasm(identity), secret).serialize()));
+  }
+}
 
 /** Options of startKeyNode. */
 export interface StartKeyNodeOptions extends KeyNodeOptions {
