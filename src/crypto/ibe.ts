@@ -81,7 +81,7 @@ export const WASM_IBE: IbeCurve<WasmG1, WasmG2> = {
  * `curve` decoded), with the reference curve unless told otherwise.
  */
 export function encryptKey(pk: Uint8Array | string, identity: Uint8Array | string, msg: Uint8Array): Uint8Array;
-export function encryptKey<P, K>(pk: Uint8Array | string | P, identity: Uint8Array | string, msg: Uint8Array, curve: IbeCurve<P, K>): Uint8Array;
+export function encryptKey<P, K>(pk: Uint8Array | string | NoInfer<P>, identity: Uint8Array | string, msg: Uint8Array, curve: IbeCurve<P, K>): Uint8Array;
 export function encryptKey<P, K>(
   pk: Uint8Array | string | P,
   identity: Uint8Array | string,
@@ -103,7 +103,7 @@ export function encryptKey<P, K>(
  * `curve`), with the reference curve unless told otherwise.
  */
 export function decryptKey(ciphertext: Uint8Array, sigma: Uint8Array | string | G2Point): Uint8Array;
-export function decryptKey<P, K>(ciphertext: Uint8Array, sigma: Uint8Array | string | K, curve: IbeCurve<P, K>): Uint8Array;
+export function decryptKey<P, K>(ciphertext: Uint8Array, sigma: Uint8Array | string | NoInfer<K>, curve: IbeCurve<P, K>): Uint8Array;
 export function decryptKey<P, K>(
   ciphertext: Uint8Array,
   sigma: Uint8Array | string | K,

@@ -3,7 +3,7 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSiweVerifier } from "../../src/auth/siwe.js";
 import { hashIdentity } from "../../src/crypto/bls.js";
-import { DecryptionError, decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
+import { DecryptionError, createPayloadKeyCache, decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
 import { encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
 import { createDevKeyNetwork, type DevKeyNetwork } from "../../src/crypto/dev-network.js";
 import { createThresholdEncryptor, type EncryptedPayload } from "../../src/crypto/encryptor.js";
@@ -21,7 +21,10 @@ const alice = Wallet.createRandom();
 const bob = Wallet.createRandom();
 const plaintext = new TextEncoder().encode(JSON.stringify([{ relation: { relationId: "u2" }, description: "friends" }]));
 
-type Lie = "random" | "index0" | "identity" | "garbage" | "borrowed" | "hang";
+type Lie = "random" | "index0" | "identity" | "garbage" | "borrowed" | "hang" | "stall";
+
+/** Requests the "stall" node holds unanswered until the test lets them go. */
+const stalled: (() => void)[] = [];
 
 let dev: DevKeyNetwork;
 let server: FastifyInstance;
@@ -66,6 +69,9 @@ beforeAll(async () => {
       case "hang":
         await new Promise((resolve) => setTimeout(resolve, 2000));
         return reply.code(500).send();
+      case "stall":
+        await new Promise<void>((resolve) => stalled.push(resolve));
+        return reply.code(500).send();
     }
   });
   liarUrl = await liar.listen({ port: 0, host: "127.0.0.1" });
@@ -81,6 +87,7 @@ beforeAll(async () => {
   auth = await signAuthorization(alice, "Access to Relationship Graph.");
 });
 afterAll(async () => {
+  for (const release of stalled.splice(0)) release();
   await server.close();
   await liar.close();
 });
@@ -133,6 +140,59 @@ describe("decryptResult", () => {
     const attempt = decrypt(withNodes({ 1: closedUrl, 3: closedUrl }));
     await expect(attempt).rejects.toThrow(/got 1 valid decryption share\(s\) from 3 key node\(s\); 2 are needed/);
     await expect(attempt).rejects.toThrow(/node 1: .*node 3: /);
+  });
+
+  it("with one node answering slowly, decrypts with the other two without waiting for it", async () => {
+    const before = stalled.length;
+    // The budget is far beyond the test's own time limit: waiting for the slow node would fail the test.
+    const plain = await decrypt(withNodes({ 2: `${liarUrl}/stall` }), payload, auth, 600_000);
+    expect(plain).toEqual(plaintext);
+    // The slow node got its request and still holds it, unanswered.
+    expect(stalled.length).toBe(before + 1);
+    for (const release of stalled.splice(0)) release();
+  });
+
+  it("keeps a decrypted payload key, so the authorization's later answers need no key node", async () => {
+    const encryptor = createThresholdEncryptor(dev.network, { workers: 0 });
+    const authorization = { address: alice.address, id: "a".repeat(64), validUntil: new Date(Date.now() + 3600_000) };
+    const pages = await Promise.all(["[1]", "[2]", "[3]"].map((text) => encryptor.encryptForAuthorization(authorization, new TextEncoder().encode(text))));
+    await encryptor.close();
+    let asked = 0;
+    const counting: typeof fetch = (input, init) => {
+      asked++;
+      return fetch(input, init);
+    };
+    const keyCache = createPayloadKeyCache();
+    const opened: string[] = [];
+    for (const page of pages) {
+      opened.push(new TextDecoder().decode(await decryptResult(page, { network: dev.network, serverUrl, ...auth, fetch: counting, keyCache })));
+    }
+    expect(opened).toEqual(["[1]", "[2]", "[3]"]);
+    // One threshold decryption (up to three nodes asked), then AES alone.
+    expect(asked).toBeGreaterThanOrEqual(2);
+    expect(asked).toBeLessThanOrEqual(3);
+    // A tampered answer under the kept key is still refused.
+    const tampered = { ...pages[1]!, encryptedString: pages[0]!.encryptedString.replace(/^./, (c) => (c === "A" ? "B" : "A")) };
+    await expect(decryptResult(tampered, { network: dev.network, serverUrl, ...auth, keyCache })).rejects.toThrow(DecryptionError);
+    // Without the cache, each answer is a threshold decryption of its own.
+    asked = 0;
+    await decryptResult(pages[2]!, { network: dev.network, serverUrl, ...auth, fetch: counting });
+    expect(asked).toBeGreaterThanOrEqual(2);
+  });
+
+  it("drops a kept key when its authorization expires, and keeps a bounded number", () => {
+    let clock = 0;
+    const cache = createPayloadKeyCache({ maxEntries: 2, now: () => clock });
+    const key = (byte: number) => new Uint8Array(32).fill(byte);
+    cache.set("a", key(1), 100);
+    cache.set("b", key(2), 1000);
+    expect(cache.get("a")).toEqual(key(1));
+    clock = 100;
+    expect(cache.get("a")).toBeUndefined();
+    cache.set("c", key(3), 1000);
+    cache.set("d", key(4), 1000);
+    expect(cache.get("b")).toBeUndefined();
+    expect(cache.get("d")).toEqual(key(4));
   });
 
   it("gives up on a silent node after the timeout", async () => {

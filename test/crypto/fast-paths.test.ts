@@ -72,10 +72,10 @@ describe("mcl (WebAssembly) against noble", () => {
   it("refuses what noble refuses: wrong lengths, points off the curve, the identity", () => {
     const g1 = G1_BASE.toBytes(true);
     const offCurve = g1.slice();
-    offCurve[47] ^= 1;
+    offCurve[47]! ^= 1;
     const h = hashIdentity("x").toBytes(true);
     const offCurve2 = h.slice();
-    offCurve2[95] ^= 1;
+    offCurve2[95]! ^= 1;
     for (const [bytes, decodeFast, decodeRef] of [
       [offCurve, decodeG1Wasm, (b: Uint8Array) => bls12_381.G1.Point.fromBytes(b)],
       [offCurve2, decodeG2Wasm, (b: Uint8Array) => bls12_381.G2.Point.fromBytes(b)],
@@ -118,7 +118,7 @@ describe("IBE: WebAssembly and noble, both ways", () => {
     const sigma = hashIdentity(identities[0]!).multiply(secret).toBytes(true);
     const ciphertext = encryptKey(pk, identities[0]!, randomBytes(32), WASM_IBE);
     const tampered = ciphertext.slice();
-    tampered[20] ^= 1;
+    tampered[20]! ^= 1;
     expect(() => decryptKey(tampered, sigma)).toThrow(/ciphertext/);
     expect(() => decryptKey(tampered, sigma, WASM_IBE)).toThrow(/ciphertext/);
   });
