@@ -12,6 +12,7 @@ import { effectiveCores } from "./load/calibrate.js";
 import { BENCH_DATASET, createDataset, loadHeapFlags, type Dataset } from "./workload/dataset.js";
 import { measureLiving, type LivingResult } from "./measurements/living.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measurements/measure.js";
+import { measurePrivate, renderPrivate, type PrivateResult } from "./measurements/private.js";
 import { measureProtocols, renderProtocols, type ProtocolsResult } from "./measurements/protocols.js";
 import { HELP, parseOptions, UsageError, type BenchOptions } from "./options.js";
 import { PAGE_SIZE, planOp } from "./measurements/ops.js";
@@ -168,6 +169,22 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
       log,
     });
   }
+  let privateAnswers: PrivateResult | null = null;
+  if (options.private) {
+    log("bench: private answers (issue 35) …");
+    const mutualFriendPaths = planOp("mf-mm", { dataset, userIds, authorizations }).paths;
+    privateAnswers = await measurePrivate({
+      redisUrl,
+      work,
+      wallets: dataset.wallets,
+      friendPool: Array.from({ length: Math.min(options.users, 5_000) }, (_, i) => `u${i + 1}`),
+      mutualFriendPaths,
+      durationSeconds: options.durationSeconds,
+      shares: options.size === "small" ? 400 : 2_000,
+      chromium: options.chromium,
+      log,
+    });
+  }
   const living = options.living.length === 0 ? null : await measureLiving({
     ids: options.living,
     work,
@@ -208,8 +225,9 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   const checks = evaluateTargets(ops, ingestion, memory, living);
   process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, living, targets: checks })}\n`);
   if (protocols) process.stdout.write(`\n${renderProtocols(protocols)}\n`);
+  if (privateAnswers) process.stdout.write(`\n${renderPrivate(privateAnswers)}\n`);
   if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/tools/cpuprofile-summary.js FILE)\n`);
-  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, protocols, checks, redisVersion, heapFlags, cores });
+  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, protocols, privateAnswers, checks, redisVersion, heapFlags, cores });
   process.stdout.write(`Results: ${file}\n`);
   if (relgraphExit === null) return 0;
   process.stderr.write(`bench: relgraph exited during the run (${relgraphExit}); see the problems listed in the report\n`);
@@ -275,6 +293,7 @@ async function writeResults(
     ops: OpResult[];
     living: LivingResult | null;
     protocols: ProtocolsResult | null;
+    privateAnswers: PrivateResult | null;
     checks: ReturnType<typeof evaluateTargets>;
     redisVersion: string;
     heapFlags: string[];
@@ -315,6 +334,7 @@ async function writeResults(
     operations: parts.ops.map((op) => ({ ...op, ratios: ratiosOf(op) })),
     living: parts.living,
     protocols: parts.protocols,
+    privateAnswers: parts.privateAnswers,
     targets: parts.checks,
   };
   await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);

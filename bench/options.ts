@@ -13,6 +13,8 @@ export type OpId = (typeof OPS)[number];
 export const LIVING = ["ingest-changes", "feed-changes", "mf-mm-live", "rec-live", "withdraw"] as const;
 /** The --only name of issue 16's protocol ratios under h2load (measurements/protocols.ts). */
 export const PROTOCOLS = "protocols";
+/** The --only name of issue 35's encrypted-answer measurements (measurements/private.ts). */
+export const PRIVATE = "private";
 /** One living-graph measurement. */
 export type LivingId = (typeof LIVING)[number];
 
@@ -46,6 +48,10 @@ export interface BenchOptions {
   living: readonly LivingId[];
   /** Whether --only selects the protocol ratios under h2load (PROTOCOLS; by default yes). */
   protocols: boolean;
+  /** Whether --only selects the encrypted-answer measurements (PRIVATE; by default yes). */
+  private: boolean;
+  /** Whether the private measurements include the first decryption in Chromium (--chromium). */
+  chromium: boolean;
   /** Change records for the ingest and feed throughput figures. */
   changeRecords: number;
   /** Withdrawal latency trials. */
@@ -82,12 +88,16 @@ Options:
   --duration S         seconds per measurement (saturation and part load each)
   --only a,b           operations: ${OPS.join(", ")};
                        living graph: ${LIVING.join(", ")};
-                       ${PROTOCOLS}: issue 16's protocol ratios under h2load, when installed (default all)
+                       ${PROTOCOLS}: issue 16's protocol ratios under h2load, when installed;
+                       ${PRIVATE}: issue 35's encrypted answers beside mutualFriend, with a 2-of-3
+                       key network of processes (default all)
   --changes N          change records for ingest-changes and feed-changes
                        (default ${SIZES.small.changeRecords} small, ${SIZES.large.changeRecords} large)
   --trials N           withdrawal latency trials (default 30)
   --via a,b            paths: ${VIAS.join(", ")} (default all)
   --connections N      HTTP connections / RPC calls in flight at saturation (default 50)
+  --chromium           with ${PRIVATE}: also time the first decryption in headless Chromium
+                       through /demo (Debian's chromium; CHROMIUM_PATH)
   --cpu-prof DIR       run relgraph under node --cpu-prof, writing .cpuprofile files to DIR
   --results DIR        where the JSON goes (default bench/results)
   -h, --help           show this help
@@ -110,6 +120,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
         via: { type: "string" },
         connections: { type: "string", default: "50" },
         "cpu-prof": { type: "string" },
+        chromium: { type: "boolean", default: false },
         results: { type: "string", default: "bench/results" },
         help: { type: "boolean", short: "h" },
       },
@@ -133,18 +144,20 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
     via: list("--via", values.via, VIAS),
     connections: Math.round(positive("--connections", values.connections)),
     cpuProfDir: values["cpu-prof"] ?? null,
+    chromium: values.chromium,
     resultsDir: values.results,
   };
 }
 
 /** --only names operations, living-graph measurements and the protocol ratios in one list; absent, it selects all. */
-function selection(text: string | undefined): { only: OpId[]; living: LivingId[]; protocols: boolean } {
-  if (text === undefined) return { only: [...OPS], living: [...LIVING], protocols: true };
-  const items = list<OpId | LivingId | typeof PROTOCOLS>("--only", text, [...OPS, ...LIVING, PROTOCOLS]);
+function selection(text: string | undefined): { only: OpId[]; living: LivingId[]; protocols: boolean; private: boolean } {
+  if (text === undefined) return { only: [...OPS], living: [...LIVING], protocols: true, private: true };
+  const items = list<OpId | LivingId | typeof PROTOCOLS | typeof PRIVATE>("--only", text, [...OPS, ...LIVING, PROTOCOLS, PRIVATE]);
   return {
     only: items.filter((item): item is OpId => (OPS as readonly string[]).includes(item)),
     living: items.filter((item): item is LivingId => (LIVING as readonly string[]).includes(item)),
     protocols: items.includes(PROTOCOLS),
+    private: items.includes(PRIVATE),
   };
 }
 

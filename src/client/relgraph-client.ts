@@ -13,6 +13,7 @@ import {
 import type { EncryptedPayload } from "../crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../crypto/key-network.js";
 import { toContractJson } from "../transport/contract-json.js";
+import { loadWasmBls } from "../crypto/bls-wasm.js";
 import { createPayloadKeyCache, decryptResult, fetchKeyNetwork, type PayloadKeyCache } from "./decrypt.js";
 import { createSiweMessage, type AuthorizedOperation } from "./siwe-message.js";
 
@@ -183,6 +184,9 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
   const rpc = protocol === "rest" ? null : createClient(RelationService, rpcTransport(protocol, baseUrl, options.apiKey, doFetch));
   let network: Promise<PublicKeyNetwork> | undefined;
   const keyCache = options.keyCache === false ? undefined : (options.keyCache ?? createPayloadKeyCache());
+  // Compiling the WebAssembly of the pairings starts now, while the wallet signs and the server answers;
+  // a failure shows at the first decryption, which awaits it again.
+  loadWasmBls().catch(() => undefined);
 
   /**
    * Calls `operation` with `params` (proto JSON names) and returns the response in the contract's

@@ -1,7 +1,8 @@
 import { parentPort } from "node:worker_threads";
 import { hexToBytes } from "@noble/hashes/utils.js";
 import { loadWasmBls, type WasmG1 } from "./bls-wasm.js";
-import { WASM_IBE, encryptKey } from "./ibe.js";
+import { hashIdentityNative } from "./decryption-share-native.js";
+import { WASM_IBE, encryptKey, wasmIbeHashingWith } from "./ibe.js";
 
 /**
  * Worker-thread entry of the encryptor's pool: runs the IBE encryption (hash-to-G2 plus a pairing, in
@@ -19,6 +20,8 @@ export interface EncryptJob {
 export type EncryptResult = { ciphertext: Uint8Array } | { error: string };
 
 const ready = loadWasmBls();
+/** Pairings in WebAssembly, H₂ natively. */
+const ENCRYPTION_CURVE = wasmIbeHashingWith(hashIdentityNative);
 const publicKeys = new Map<string, WasmG1>();
 
 parentPort?.on("message", async (job: EncryptJob) => {
@@ -30,7 +33,7 @@ parentPort?.on("message", async (job: EncryptJob) => {
       publicKey = WASM_IBE.publicKey(hexToBytes(job.publicKey));
       publicKeys.set(job.publicKey, publicKey);
     }
-    result = { ciphertext: encryptKey(publicKey, job.identity, job.key, WASM_IBE) };
+    result = { ciphertext: encryptKey(publicKey, job.identity, job.key, ENCRYPTION_CURVE) };
   } catch (error) {
     result = { error: error instanceof Error ? error.message : String(error) };
   }

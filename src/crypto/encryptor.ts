@@ -8,7 +8,8 @@ import type { EncryptJob, EncryptResult } from "./encrypt-worker.js";
 import { newPayloadKey, sealPayload } from "./envelope.js";
 import { hexToBytes } from "@noble/hashes/utils.js";
 import { loadWasmBls, type WasmG1 } from "./bls-wasm.js";
-import { WASM_IBE, encryptKey } from "./ibe.js";
+import { hashIdentityNative } from "./decryption-share-native.js";
+import { WASM_IBE, encryptKey, wasmIbeHashingWith } from "./ibe.js";
 import { CONDITIONS_CHAIN, encryptionIdentity, onlySignerConditions, type AccessControlCondition } from "./identity.js";
 import { parsePublicKeyNetwork, type PublicKeyNetwork } from "./key-network.js";
 
@@ -75,6 +76,8 @@ export interface ThresholdEncryptorOptions {
 }
 
 const DEFAULT_KEY_CACHE_SIZE = 10_000;
+/** Pairings in WebAssembly, H₂ natively (both held to noble by test/crypto/fast-paths.test.ts). */
+const ENCRYPTION_CURVE = wasmIbeHashingWith(hashIdentityNative);
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -93,7 +96,7 @@ export function createThresholdEncryptor(
   /** Encrypts on this thread, in WebAssembly. */
   const encryptInline = async (identity: string, key: Uint8Array) => {
     inlineKey ??= loadWasmBls().then(() => WASM_IBE.publicKey(hexToBytes(publicKey)));
-    return encryptKey(await inlineKey, identity, key, WASM_IBE);
+    return encryptKey(await inlineKey, identity, key, ENCRYPTION_CURVE);
   };
 
   /** A payload key with everything about it that does not depend on the answer. */

@@ -6,6 +6,7 @@ import { EncodingError, Fr, G1_BASE, decodeG1, decodeG2, hashIdentity, pairingBy
 import {
   decodeG1Wasm,
   decodeG2Wasm,
+  decodeTrustedG2Wasm,
   g1BaseWasm,
   hashIdentityWasm,
   mulG1Wasm,
@@ -75,6 +76,17 @@ export const WASM_IBE: IbeCurve<WasmG1, WasmG2> = {
   senderMask: (publicKey, r, identity) => pairingBytesWasm(mulG1Wasm(publicKey, r), hashIdentityWasm(identity)),
   receiverMask: (u, key) => pairingBytesWasm(decodeG1Wasm(u, "U"), key),
 };
+
+/**
+ * WASM_IBE with H₂ computed elsewhere (natively, in Node: decryption-share-native.ts), for encryption:
+ * the hash is the only part of an encryption that needs no pairing-friendly arithmetic beyond G2.
+ */
+export function wasmIbeHashingWith(hashIdentityBytes: (identity: Uint8Array | string) => Uint8Array): IbeCurve<WasmG1, WasmG2> {
+  return {
+    ...WASM_IBE,
+    senderMask: (publicKey, r, identity) => pairingBytesWasm(mulG1Wasm(publicKey, r), decodeTrustedG2Wasm(hashIdentityBytes(identity))),
+  };
+}
 
 /**
  * Encrypts `msg` to `identity` under the network public key `pk` (48-byte compressed G1, hex, or a key

@@ -24,7 +24,8 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 // Scripts and styles only from here; the demo calls any relgraph server and its key nodes.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src *; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+// 'wasm-unsafe-eval' lets the page compile WebAssembly (the client's pairings), and nothing else: eval stays refused.
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src *; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** Options of webPages. */
 export interface WebPagesOptions {

@@ -23,8 +23,8 @@ import {
   verifyDecryptionShare,
   verifyDecryptionShareWasm,
 } from "../../src/crypto/decryption-share.js";
-import { nativeShareSigner } from "../../src/crypto/decryption-share-native.js";
-import { NOBLE_IBE, WASM_IBE, decryptKey, encryptKey } from "../../src/crypto/ibe.js";
+import { hashIdentityNative, nativeShareSigner } from "../../src/crypto/decryption-share-native.js";
+import { NOBLE_IBE, WASM_IBE, decryptKey, encryptKey, wasmIbeHashingWith } from "../../src/crypto/ibe.js";
 import { encryptionIdentity, onlySignerConditions } from "../../src/crypto/identity.js";
 import { dealKeyNetwork } from "../../src/crypto/keygen.js";
 import { randomScalar } from "../../src/crypto/shamir.js";
@@ -45,9 +45,10 @@ beforeAll(async () => {
 });
 
 describe("mcl (WebAssembly) against noble", () => {
-  it("hashes identities to the same G2 points (RFC 9380, the _POP_ tag)", () => {
+  it("hashes identities to the same G2 points (RFC 9380, the _POP_ tag), and so does blst", () => {
     for (const identity of [...identities, "", "x".repeat(300)]) {
       expect(bytesToHex(hashIdentityWasm(identity).serialize())).toBe(bytesToHex(hashIdentity(identity).toBytes(true)));
+      expect(bytesToHex(hashIdentityNative(identity))).toBe(bytesToHex(hashIdentity(identity).toBytes(true)));
     }
   });
 
@@ -101,6 +102,9 @@ describe("IBE: WebAssembly and noble, both ways", () => {
       const sigma = hashIdentity(identity).multiply(secret).toBytes(true);
       const fast = encryptKey(pk, identity, msg, WASM_IBE);
       const slow = encryptKey(pk, identity, msg);
+      // The server's: pairings in WebAssembly, H₂ by blst.
+      const server = encryptKey(pk, identity, msg, wasmIbeHashingWith(hashIdentityNative));
+      expect(decryptKey(server, sigma)).toEqual(msg);
       expect(fast).toHaveLength(slow.length);
       expect(decryptKey(fast, sigma)).toEqual(msg);
       expect(decryptKey(slow, sigma, WASM_IBE)).toEqual(msg);

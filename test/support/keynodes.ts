@@ -27,6 +27,8 @@ export interface KeyNodeProcesses {
   network: PublicKeyNetwork;
   /** Directory holding key-network.json and the share files. */
   dir: string;
+  /** Each running node's process id, by node index. */
+  pids: Map<number, number>;
   /** Stops node i (SIGTERM, then SIGKILL) and waits for its exit. */
   stop(index: number): Promise<void>;
   /** Stops every node and removes the directory. */
@@ -75,7 +77,8 @@ export async function startKeyNodes(options: StartKeyNodesOptions): Promise<KeyN
       }),
     );
     const network = { ...dealt, nodes: dealt.nodes.map((node, k) => ({ ...node, url: urls[k] as string })) };
-    return { network, dir, stop, close };
+    const pids = new Map([...children].map(([index, child]) => [index, child.pid as number]));
+    return { network, dir, pids, stop, close };
   } catch (error) {
     await close();
     throw error;
