@@ -82,6 +82,18 @@ describe("key nodes as separate processes", () => {
     expect(JSON.parse(bare.stdout)).toEqual(profile);
   });
 
+  it("relgraph decrypt reads several answers, one a line, and prints each", async () => {
+    const encryptor = createThresholdEncryptor(nodes.network, { workers: 0 });
+    const authorization = { address: alice.address, id: "c".repeat(64), validUntil: new Date(Date.now() + 3600_000) };
+    const pages = [[{ n: 1 }], [{ n: 2 }], []];
+    const answers = await Promise.all(pages.map((page) => encryptor.encryptForAuthorization(authorization, new TextEncoder().encode(JSON.stringify(page)))));
+    await encryptor.close();
+    const input = answers.map((data) => JSON.stringify({ code: "0", desc: "success", data, cursor: "" })).join("\n");
+    const result = await relgraphDecrypt(`${input}\n`);
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim().split("\n").map((line) => JSON.parse(line) as unknown)).toEqual(pages);
+  });
+
   it("relgraph decrypt fails with exit 1 and a clear reason for another wallet or an error response", async () => {
     const refused = await relgraphDecrypt(JSON.stringify(payload), await signAuthorization(bob));
     expect(refused.code).toBe(1);

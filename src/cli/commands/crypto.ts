@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { createSiweVerifier } from "../../auth/siwe.js";
 import { loadConfig } from "../../config/config.js";
 import { redactUrl } from "../../config/redact.js";
-import { decryptResult, fetchKeyNetwork } from "../../client/decrypt.js";
+import { createPayloadKeyCache, decryptResult, fetchKeyNetwork } from "../../client/decrypt.js";
 import type { EncryptedPayload } from "../../crypto/encryptor.js";
 import { readKeyShare } from "../../crypto/key-network-file.js";
 import { startKeyNode } from "../../crypto/key-node.js";
@@ -148,8 +148,10 @@ const DECRYPT_HELP = `Usage: relgraph decrypt --server URL --sig SIG --message-f
 
 Decrypts an encrypted Profile or Relationship-graph result. Reads from stdin one EncryptedData JSON
 object, or a whole response ({"code","desc","data":{…}}); prints the decrypted JSON on stdout.
+Several of them, one JSON document a line (the pages of one authorization, say), print one line each.
 It fetches the key network from <URL>/key-network and asks its key nodes for decryption shares
-with the same authorization (sig and message) that was sent with the query.
+with the same authorization (sig and message) that was sent with the query: once per payload key,
+and the server uses one key for all the answers it gives under one authorization.
 
 Options:
   --server URL         the relgraph server that produced the response
@@ -177,22 +179,35 @@ export async function runDecrypt(argv: string[], io: CommandIo = PROCESS_IO): Pr
     const messageFile = required(values["message-file"], "--message-file");
     const timeoutMs = integer(values["timeout-ms"], "--timeout-ms", 1, 600_000);
     const message = (await readFile(messageFile, "utf8")).replace(/\r?\n$/, "");
-    const encrypted = encryptedDataOf(await readStdin(io.stdin ?? process.stdin));
+    const answers = jsonDocuments(await readStdin(io.stdin ?? process.stdin)).map(encryptedDataOf);
     const network = await fetchKeyNetwork(serverUrl, { timeoutMs });
-    const plaintext = await decryptResult(encrypted, { network, serverUrl, sig, message, timeoutMs });
-    io.stdout.write(`${new TextDecoder().decode(plaintext)}\n`);
+    // In memory for this run only: the pages of one authorization need one threshold decryption.
+    const keyCache = createPayloadKeyCache();
+    for (const encrypted of answers) {
+      const plaintext = await decryptResult(encrypted, { network, serverUrl, sig, message, timeoutMs, keyCache });
+      io.stdout.write(`${new TextDecoder().decode(plaintext)}\n`);
+    }
     return 0;
   });
 }
 
-/** Finds the EncryptedData in what was piped in: the object itself, or a response's `data`. */
-function encryptedDataOf(input: string): EncryptedPayload {
-  let value: unknown;
+/** What was piped in: one JSON document (of any layout), or several, one a line. */
+function jsonDocuments(input: string): unknown[] {
   try {
-    value = JSON.parse(input);
+    return [JSON.parse(input)];
   } catch {
-    throw new Error("stdin is not JSON: pipe in an EncryptedData object or a whole response");
+    const lines = input.split("\n").filter((line) => line.trim() !== "");
+    try {
+      if (lines.length > 1) return lines.map((line) => JSON.parse(line) as unknown);
+    } catch {
+      // Reported below, as for a single document.
+    }
+    throw new Error("stdin is not JSON: pipe in an EncryptedData object or a whole response (or several, one a line)");
   }
+}
+
+/** Finds the EncryptedData in a piped document: the object itself, or a response's `data`. */
+function encryptedDataOf(value: unknown): EncryptedPayload {
   if (isObject(value) && typeof value.code === "string" && value.code !== "0") {
     throw new Error(`stdin holds an error response, not encrypted data: ${value.code} ${String(value.desc ?? "")}`);
   }
