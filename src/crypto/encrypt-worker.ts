@@ -1,8 +1,8 @@
 import { parentPort } from "node:worker_threads";
 import { hexToBytes } from "@noble/hashes/utils.js";
-import { loadWasmBls, type WasmG1 } from "./bls-wasm.js";
-import { hashIdentityNative } from "./decryption-share-native.js";
-import { WASM_IBE, encryptKey, wasmIbeHashingWith } from "./ibe.js";
+import type { WasmG1 } from "./bls-wasm.js";
+import { loadEncryptionCurve } from "./encryption-curve.js";
+import { encryptKey } from "./ibe.js";
 
 /**
  * Worker-thread entry of the encryptor's pool: runs the IBE encryption (hash-to-G2 plus a pairing, in
@@ -19,21 +19,19 @@ export interface EncryptJob {
 /** The worker's answer to one job. */
 export type EncryptResult = { ciphertext: Uint8Array } | { error: string };
 
-const ready = loadWasmBls();
-/** Pairings in WebAssembly, H₂ natively. */
-const ENCRYPTION_CURVE = wasmIbeHashingWith(hashIdentityNative);
+const ready = loadEncryptionCurve();
 const publicKeys = new Map<string, WasmG1>();
 
 parentPort?.on("message", async (job: EncryptJob) => {
   let result: EncryptResult;
   try {
-    await ready;
+    const curve = await ready;
     let publicKey = publicKeys.get(job.publicKey);
     if (publicKey === undefined) {
-      publicKey = WASM_IBE.publicKey(hexToBytes(job.publicKey));
+      publicKey = curve.publicKey(hexToBytes(job.publicKey));
       publicKeys.set(job.publicKey, publicKey);
     }
-    result = { ciphertext: encryptKey(publicKey, job.identity, job.key, ENCRYPTION_CURVE) };
+    result = { ciphertext: encryptKey(publicKey, job.identity, job.key, curve) };
   } catch (error) {
     result = { error: error instanceof Error ? error.message : String(error) };
   }

@@ -7,9 +7,9 @@ import { bytesToHex } from "@noble/hashes/utils.js";
 import type { EncryptJob, EncryptResult } from "./encrypt-worker.js";
 import { newPayloadKey, sealPayload } from "./envelope.js";
 import { hexToBytes } from "@noble/hashes/utils.js";
-import { loadWasmBls, type WasmG1 } from "./bls-wasm.js";
-import { hashIdentityNative } from "./decryption-share-native.js";
-import { WASM_IBE, encryptKey, wasmIbeHashingWith } from "./ibe.js";
+import type { WasmG1, WasmG2 } from "./bls-wasm.js";
+import { loadEncryptionCurve } from "./encryption-curve.js";
+import { encryptKey, type IbeCurve } from "./ibe.js";
 import { CONDITIONS_CHAIN, encryptionIdentity, onlySignerConditions, type AccessControlCondition } from "./identity.js";
 import { parsePublicKeyNetwork, type PublicKeyNetwork } from "./key-network.js";
 
@@ -76,8 +76,6 @@ export interface ThresholdEncryptorOptions {
 }
 
 const DEFAULT_KEY_CACHE_SIZE = 10_000;
-/** Pairings in WebAssembly, H₂ natively (both held to noble by test/crypto/fast-paths.test.ts). */
-const ENCRYPTION_CURVE = wasmIbeHashingWith(hashIdentityNative);
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -92,11 +90,12 @@ export function createThresholdEncryptor(
   const pool = size > 0 && existsSync(fileURLToPath(workerFile)) ? createWorkerPool(workerFile, size) : null;
 
   const now = options.now ?? Date.now;
-  let inlineKey: Promise<WasmG1> | undefined;
-  /** Encrypts on this thread, in WebAssembly. */
+  let inline: Promise<{ curve: IbeCurve<WasmG1, WasmG2>; key: WasmG1 }> | undefined;
+  /** Encrypts on this thread (encryption-curve.ts). */
   const encryptInline = async (identity: string, key: Uint8Array) => {
-    inlineKey ??= loadWasmBls().then(() => WASM_IBE.publicKey(hexToBytes(publicKey)));
-    return encryptKey(await inlineKey, identity, key, ENCRYPTION_CURVE);
+    inline ??= loadEncryptionCurve().then((curve) => ({ curve, key: curve.publicKey(hexToBytes(publicKey)) }));
+    const { curve, key: networkKey } = await inline;
+    return encryptKey(networkKey, identity, key, curve);
   };
 
   /** A payload key with everything about it that does not depend on the answer. */

@@ -1,0 +1,17 @@
+import { loadWasmBls, type WasmG1, type WasmG2 } from "./bls-wasm.js";
+import { WASM_IBE, wasmIbeHashingWith, type IbeCurve } from "./ibe.js";
+
+/**
+ * The curve the server encrypts with: pairings in WebAssembly and H₂ natively with blst, or wholly in
+ * WebAssembly where blst's prebuilt binary does not load. Both are held to noble by
+ * test/crypto/fast-paths.test.ts.
+ */
+export async function loadEncryptionCurve(): Promise<IbeCurve<WasmG1, WasmG2>> {
+  await loadWasmBls();
+  try {
+    const { hashIdentityNative } = await import("./decryption-share-native.js");
+    return wasmIbeHashingWith(hashIdentityNative);
+  } catch {
+    return WASM_IBE;
+  }
+}
