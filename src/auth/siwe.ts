@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { FetchRequest, Interface, JsonRpcProvider, hashMessage, isError, verifyMessage } from "ethers";
+import { createRequire } from "node:module";
+import { FetchRequest, Interface, JsonRpcProvider, getBytes, hashMessage, isError, keccak256, verifyMessage } from "ethers";
 import { SiweMessage } from "siwe";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
@@ -253,10 +254,26 @@ function date(value: string | undefined, field: string): Date {
   return new Date(parsed);
 }
 
+/**
+ * libsecp256k1's public-key recovery (the `secp256k1` package: native where its prebuilt binary loads,
+ * else its own JavaScript). Recovery in ethers' pure JavaScript was most of a signature check's cost.
+ */
+const secp256k1 = createRequire(import.meta.url)("secp256k1") as {
+  ecdsaRecover(signature: Uint8Array, recoveryId: number, digest: Uint8Array, compressed: boolean): Uint8Array;
+};
+
 /** EIP-191 recovery over the exact text received, which is what the wallet signed. */
 function signedByEoa(message: string, sig: string, address: string): boolean {
   try {
-    return verifyMessage(message, sig).toLowerCase() === address.toLowerCase();
+    const bytes = getBytes(sig);
+    const v = bytes[64] as number;
+    const recoveryId = v >= 27 ? v - 27 : v;
+    // ethers refuses an s with its top bit set, which libsecp256k1 would recover from; refused alike.
+    // Any v but 27/28 (or 0/1) is left to ethers, which knows the rarer encodings.
+    if (recoveryId !== 0 && recoveryId !== 1) return verifyMessage(message, sig).toLowerCase() === address.toLowerCase();
+    if (((bytes[32] as number) & 0x80) !== 0) return false;
+    const publicKey = secp256k1.ecdsaRecover(bytes.subarray(0, 64), recoveryId, getBytes(hashMessage(message)), false);
+    return `0x${keccak256(publicKey.subarray(1)).slice(-40)}` === address.toLowerCase();
   } catch {
     // Well-formed hex that is no valid secp256k1 signature (bad v, r or s) may still satisfy a contract wallet.
     return false;

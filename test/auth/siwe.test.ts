@@ -1,4 +1,4 @@
-import { Wallet, type BaseWallet } from "ethers";
+import { Wallet, verifyMessage, type BaseWallet } from "ethers";
 import { SiweMessage } from "siwe";
 import { describe, expect, it } from "vitest";
 import {
@@ -296,5 +296,25 @@ describe("createSiweVerifier", () => {
         await expect(cached.verify({ sig: wrong, message, statement: PROFILE_STATEMENT })).rejects.toBeInstanceOf(InvalidAuthorizationError);
       }
     });
+  });
+
+  it("recovers signers as ethers does: many wallets accepted, the malleated (high-s) twin and other signers refused", async () => {
+    const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+    const check = verifier({ cacheSize: 0 });
+    for (let i = 0; i < 10; i++) {
+      const wallet = Wallet.createRandom();
+      const { sig, message } = await signed(wallet, { expirationTime: at(HOUR + i) });
+      expect((await check.verify({ sig, message, statement: PROFILE_STATEMENT })).address).toBe(wallet.address.toLowerCase());
+      expect(verifyMessage(message, sig)).toBe(wallet.address);
+      // The same signature with s' = n − s and the other v: valid ECDSA, refused by ethers and by relgraph.
+      const s = BigInt(`0x${sig.slice(66, 130)}`);
+      const v = Number.parseInt(sig.slice(130), 16);
+      const twin = `${sig.slice(0, 66)}${(N - s).toString(16).padStart(64, "0")}${(v === 27 ? 28 : 27).toString(16)}`;
+      expect(() => verifyMessage(message, twin)).toThrow();
+      await expect(check.verify({ sig: twin, message, statement: PROFILE_STATEMENT })).rejects.toBeInstanceOf(InvalidAuthorizationError);
+      // v as 0/1 is the same signature.
+      const zeroBased = `${sig.slice(0, 130)}${(v - 27).toString(16).padStart(2, "0")}`;
+      expect((await check.verify({ sig: zeroBased, message, statement: PROFILE_STATEMENT })).address).toBe(wallet.address.toLowerCase());
+    }
   });
 });
