@@ -111,7 +111,12 @@ export function createThresholdEncryptor(
   };
   const keys = createPayloadKeyCache(options.keyCacheSize ?? DEFAULT_KEY_CACHE_SIZE, now);
 
-  const seal = (payloadKey: PayloadKey, plaintext: Uint8Array): EncryptedPayload => ({
+  const seal = (payloadKey: PayloadKey, plaintext: Uint8Array): EncryptedPayload => {
+    // A wiped key (the encryptor was closed under a request in flight) would seal for everyone to read.
+    if (payloadKey.key.every((byte) => byte === 0)) throw new Error("the encryptor is closed");
+    return sealWith(payloadKey, plaintext);
+  };
+  const sealWith = (payloadKey: PayloadKey, plaintext: Uint8Array): EncryptedPayload => ({
     encryptedString: sealPayload(payloadKey.key, plaintext),
     encryptedSymmetricKey: payloadKey.encryptedSymmetricKey,
     accessControlConditions: payloadKey.accessControlConditions,
@@ -130,9 +135,7 @@ export function createThresholdEncryptor(
       }
     },
     async encryptForAuthorization(authorization, plaintext) {
-      const payloadKey = await keys.get(authorization, () => makeKey(authorization.address));
-      // Sealing is synchronous, so an eviction (which wipes the key) cannot happen in between.
-      return seal(payloadKey, plaintext);
+      return seal(await keys.get(authorization, () => makeKey(authorization.address)), plaintext);
     },
     async close() {
       keys.clear();
@@ -151,17 +154,12 @@ interface PayloadKey {
 
 /**
  * Payload keys by authorization id, each until its authorization's validUntil; when full, the oldest
- * makes room. Concurrent first answers of one authorization wait for one key. A key leaving the
- * cache is wiped.
+ * makes room. Concurrent first answers of one authorization wait for one key. A key leaving the cache
+ * is only dropped, since an answer may still be about to seal with it; clear() (on close) wipes them.
  */
 function createPayloadKeyCache(size: number, now: () => number) {
   const entries = new Map<string, { until: number; signer: string; key: Promise<PayloadKey> }>();
-  const drop = (id: string) => {
-    const entry = entries.get(id);
-    if (entry === undefined) return;
-    entries.delete(id);
-    entry.key.then((payloadKey) => payloadKey.key.fill(0), () => undefined);
-  };
+  const drop = (id: string) => entries.delete(id);
   return {
     async get(authorization: AnswerAuthorization, make: () => Promise<PayloadKey>): Promise<PayloadKey> {
       const at = now();
@@ -184,7 +182,8 @@ function createPayloadKeyCache(size: number, now: () => number) {
       return key;
     },
     clear() {
-      for (const id of [...entries.keys()]) drop(id);
+      for (const entry of entries.values()) entry.key.then((payloadKey) => payloadKey.key.fill(0), () => undefined);
+      entries.clear();
     },
   };
 }

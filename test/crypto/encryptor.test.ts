@@ -106,6 +106,21 @@ describe("threshold encryptor", () => {
       await encryptor.close();
     });
 
+    it("never seals with a wiped key: an answer in flight when the encryptor closes either fails or decrypts", async () => {
+      for (let i = 0; i < 5; i++) {
+        const encryptor = sourceEncryptor.createThresholdEncryptor(dealt.network, { workers: 0 });
+        const plaintext = new TextEncoder().encode(`answer ${i}`);
+        const inFlight = encryptor.encryptForAuthorization(authorization(`${i}`.repeat(64), Date.now() + HOUR), plaintext);
+        await encryptor.close();
+        const outcome = await inFlight.then(
+          (payload) => payload,
+          (error: Error) => error,
+        );
+        if (outcome instanceof Error) expect(outcome.message).toMatch(/closed/);
+        else expect(open(outcome)).toEqual(plaintext);
+      }
+    });
+
     it("keeps a bounded number of keys: the oldest authorization's makes room", async () => {
       const encryptor = sourceEncryptor.createThresholdEncryptor(dealt.network, { workers: 0, keyCacheSize: 2 });
       const plaintext = new Uint8Array(1);
