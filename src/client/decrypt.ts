@@ -95,6 +95,15 @@ export function createPayloadKeyCache(options: PayloadKeyCacheOptions = {}): Pay
   };
 }
 
+/**
+ * Starts compiling the WebAssembly that decryption's pairings run in, so that the first decryption
+ * need not wait for it: a page calls it at load, while the user reads and connects the wallet. The
+ * returned promise rejects if the module cannot load; the first decryption reports that too.
+ */
+export function prepareDecryption(): Promise<void> {
+  return loadWasmBls();
+}
+
 /** How long a key is kept when its authorization names no Expiration Time. */
 const KEY_LIFETIME_WITHOUT_EXPIRY_MS = 3600_000;
 

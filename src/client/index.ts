@@ -30,6 +30,7 @@ export {
   createPayloadKeyCache,
   decryptResult,
   fetchKeyNetwork,
+  prepareDecryption,
   type DecryptResultOptions,
   type PayloadKeyCache,
   type PayloadKeyCacheOptions,

@@ -7,8 +7,8 @@ import {
   type RelgraphClient,
   type UserInfo,
   type UserRef,
+  prepareDecryption,
 } from "../../client/index.js";
-import { loadWasmBls } from "../../crypto/bls-wasm.js";
 
 /**
  * The demo dApp (GET /demo): connects the page's EIP-1193 wallet, signs the two SIWE
@@ -36,7 +36,7 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 function init(): void {
   // The pairings' WebAssembly compiles while the user reads the page and connects the wallet; the
   // first decryption awaits it (and reports a failure) all the same.
-  loadWasmBls().catch(() => undefined);
+  prepareDecryption().catch(() => undefined);
   const query = new URLSearchParams(location.search);
   // Never from the link: the wallet signs for this page's host, which SIWE_DOMAINS accepts, so a link
   // that chose the server would hand a valid authorization to whatever server it named.
