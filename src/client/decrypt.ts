@@ -1,6 +1,6 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
-import { decodeG1Wasm, g1BaseWasm, hashIdentityWasm, loadWasmBls, pairingsEqualWasm } from "../crypto/bls-wasm.js";
+import { decodeG1Wasm, hashIdentityWasm, loadWasmBls, type WasmG2 } from "../crypto/bls-wasm.js";
 import {
   combineDecryptionSharesWasm,
   decodeDecryptionShareWasm,
@@ -138,9 +138,12 @@ export async function fetchKeyNetwork(serverUrl: string, options: FetchKeyNetwor
 
 /**
  * Decrypts an EncryptedData of backend "relgraph". With a key cache that holds its payload key, that is
- * AES alone. Otherwise it asks every node at once, combines the first t shares that arrive and checks
- * e(g1, σ) = e(PK, H₂(id)); only when that fails does it check each share with e(g1, σᵢ) = e(PKᵢ, H₂(id)),
- * drop the bad ones and wait for more. Up to n − t nodes may be down, slow or lying.
+ * AES alone. Otherwise it asks every node at once, combines the first t shares that arrive and
+ * decrypts with the combined σ: the IBE decryption itself refuses a wrong σ (the Fujisaki–Okamoto
+ * check recomputes r from α and M and compares r·g1 with U), so a pairing check of σ beforehand would
+ * only repeat it. Only when that decryption fails does it check each share with
+ * e(g1, σᵢ) = e(PKᵢ, H₂(id)), drop the bad ones and wait for more. Up to n − t nodes may be down, slow
+ * or lying; a lying node can make decryption fail, never succeed with another plaintext.
  */
 export async function decryptResult(encrypted: EncryptedPayload, options: DecryptResultOptions): Promise<Uint8Array> {
   const payload = checkPayload(encrypted);
@@ -148,29 +151,33 @@ export async function decryptResult(encrypted: EncryptedPayload, options: Decryp
   if (cached !== undefined && bytesToHex(sha256(cached)) === payload.dataToEncryptHash) return open(cached, payload);
 
   const network = parsePublicKeyNetwork(options.network);
-  await loadWasmBls();
-  const identity = encryptionIdentity(payload.accessControlConditions, payload.dataToEncryptHash);
-  const identityHash = hashIdentityWasm(identity);
-  const publicKey = decodeG1Wasm(hexToBytes(network.publicKey), "publicKey");
+  const ciphertext = base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey");
   const body = JSON.stringify({
     accessControlConditions: payload.accessControlConditions,
     dataToEncryptHash: payload.dataToEncryptHash,
     authSig: { sig: options.sig, signedMessage: options.message },
   });
-  const sigma = await collectKey(network, options, body, {
-    combine: (shares) => {
-      const combined = combineDecryptionSharesWasm(shares);
-      return pairingsEqualWasm(g1BaseWasm(), combined, publicKey, identityHash) ? combined : null;
+  // The shares are on their way while the WebAssembly finishes loading (if it has not yet).
+  const shares = collectKey(network, options, body, {
+    combine: (received) => {
+      try {
+        return decryptKey(ciphertext, combineDecryptionSharesWasm(received), WASM_IBE);
+      } catch (error) {
+        return new DecryptionError(`encryptedSymmetricKey does not decrypt: ${reason(error)}`, { cause: error });
+      }
     },
-    isValid: (node, share) => verifyDecryptionShareWasm(share, decodeG1Wasm(hexToBytes(node.publicShare), "publicShare"), identityHash),
-  });
-  let key: Uint8Array;
-  try {
-    key = decryptKey(base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey"), sigma, WASM_IBE);
-  } catch (error) {
-    throw new DecryptionError(`encryptedSymmetricKey does not decrypt: ${reason(error)}`, { cause: error });
-  }
+    isValid: (() => {
+      // H₂(id) is only needed to find a bad share, after a failed decryption.
+      let identityHash: WasmG2 | undefined;
+      return (node: KeyNodeInfo, share: WasmDecryptionShare) => {
+        identityHash ??= hashIdentityWasm(encryptionIdentity(payload.accessControlConditions, payload.dataToEncryptHash));
+        return verifyDecryptionShareWasm(share, decodeG1Wasm(hexToBytes(node.publicShare), "publicShare"), identityHash);
+      };
+    })(),
+  }, loadWasmBls());
+  const key = await shares;
   if (bytesToHex(sha256(key)) !== payload.dataToEncryptHash) {
+    key.fill(0);
     throw new DecryptionError("the decrypted key does not match dataToEncryptHash");
   }
   try {
@@ -197,19 +204,27 @@ function keyExpiry(message: string): number {
   return Number.isNaN(at) ? Date.now() + KEY_LIFETIME_WITHOUT_EXPIRY_MS : at;
 }
 
-/** What collectKey does with shares: combine and check t of them, or check one. */
+/** What collectKey does with shares: decrypt with t of them combined, or check one. */
 interface ShareChecks<Key> {
-  /** The combined key when it passes its check against the network key, else null. */
-  combine(shares: WasmDecryptionShare[]): Key | null;
+  /** What t shares combined decrypt to, or why they do not. */
+  combine(shares: WasmDecryptionShare[]): Key | DecryptionError;
   isValid(node: KeyNodeInfo, share: WasmDecryptionShare): boolean;
 }
 
 /**
- * Resolves with the decryption key as soon as t shares combine to one that checks, or rejects naming
- * what every node did. While no combination has failed, shares are trusted until combined (one
- * pairing check for all); after one has, every share is checked on its own before it is used.
+ * Resolves with what t shares combine to as soon as they decrypt, or rejects naming what every node
+ * did. While no combination has failed, shares are trusted until combined (the decryption checks
+ * them all at once); after one has, every share is checked on its own before it is used, and a
+ * failure of t checked shares is the ciphertext's. Shares are decoded, and combined, only once
+ * `ready` (the WebAssembly) has settled; the requests go out at once.
  */
-function collectKey<Key>(network: PublicKeyNetwork, options: DecryptResultOptions, body: string, checks: ShareChecks<Key>): Promise<Key> {
+function collectKey<Key>(
+  network: PublicKeyNetwork,
+  options: DecryptResultOptions,
+  body: string,
+  checks: ShareChecks<Key>,
+  ready: Promise<void>,
+): Promise<Key> {
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const done = new AbortController();
@@ -220,29 +235,32 @@ function collectKey<Key>(network: PublicKeyNetwork, options: DecryptResultOption
 
   return new Promise((resolve, reject) => {
     let pending = network.nodes.length;
+    const finish = (error: unknown, key?: Key) => {
+      done.abort();
+      if (error === undefined) resolve(key as Key);
+      else reject(error);
+    };
     const tryCombine = () => {
       if (received.length < network.threshold) return;
-      const key = checks.combine(received.slice(0, network.threshold));
-      if (key !== null) {
-        done.abort();
-        resolve(key);
-        return;
-      }
-      // Some share is bad: find it (them) by checking each, and wait for others.
+      const used = received.slice(0, network.threshold);
+      const key = checks.combine(used);
+      if (!(key instanceof DecryptionError)) return finish(undefined, key);
+      if (checkEach) return finish(key);
+      // Some share is bad (or the ciphertext is): check each, drop the bad ones, wait for others.
       checkEach = true;
       received = received.filter((share) => {
         if (checks.isValid(nodes.get(share.index) as KeyNodeInfo, share)) return true;
         failures.set(share.index, "sent a share that fails its pairing check");
         return false;
       });
-      if (received.length >= network.threshold) tryCombine();
+      if (used.every((share) => received.includes(share))) return finish(key);
+      tryCombine();
     };
     const settle = () => {
       if (done.signal.aborted) return;
       tryCombine();
       if (!done.signal.aborted && pending === 0) {
-        done.abort();
-        reject(
+        finish(
           new DecryptionError(
             `got ${received.length} valid decryption share(s) from ${network.nodes.length} key node(s); ` +
               `${network.threshold} are needed. ` +
@@ -251,9 +269,18 @@ function collectKey<Key>(network: PublicKeyNetwork, options: DecryptResultOption
         );
       }
     };
+    const loaded = ready.then(
+      () => true,
+      (error: unknown) => {
+        finish(new DecryptionError(`the pairing library did not load: ${reason(error)}`, { cause: error }));
+        return false;
+      },
+    );
     for (const node of network.nodes) {
       requestShare(doFetch, node, options.serverUrl, body, timeoutMs, done.signal)
-        .then((share) => {
+        .then(async (answer) => {
+          if (!(await loaded)) return;
+          const share = decodeDecryptionShareWasm(answer);
           if (share.index !== node.index) throw new Error(`answered with the share index ${share.index}`);
           if (checkEach && !checks.isValid(node, share)) throw new Error("sent a share that fails its pairing check");
           received.push(share);
@@ -276,7 +303,7 @@ async function requestShare(
   body: string,
   timeoutMs: number,
   done: AbortSignal,
-): Promise<WasmDecryptionShare> {
+): Promise<unknown> {
   const url = new URL("v1/decryption-share", withSlash(resolveNodeUrl(node, serverUrl)));
   const abort = new AbortController();
   const onDone = () => abort.abort();
@@ -294,7 +321,7 @@ async function requestShare(
       const message = typeof answer?.message === "string" ? `: ${answer.message}` : "";
       throw new Error(`refused with HTTP ${response.status}${message}`);
     }
-    return decodeDecryptionShareWasm(answer?.signatureShare);
+    return answer?.signatureShare;
   } catch (error) {
     if (abort.signal.aborted && abort.signal.reason instanceof Error) throw abort.signal.reason;
     throw error;

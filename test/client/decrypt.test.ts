@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSiweVerifier } from "../../src/auth/siwe.js";
 import { hashIdentity } from "../../src/crypto/bls.js";
 import { DecryptionError, createPayloadKeyCache, decryptResult, fetchKeyNetwork } from "../../src/client/decrypt.js";
-import { encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
+import { decodeDecryptionShare, encodeDecryptionShare } from "../../src/crypto/decryption-share.js";
 import { createDevKeyNetwork, type DevKeyNetwork } from "../../src/crypto/dev-network.js";
 import { createThresholdEncryptor, type EncryptedPayload } from "../../src/crypto/encryptor.js";
 import type { PublicKeyNetwork } from "../../src/crypto/key-network.js";
@@ -21,7 +21,7 @@ const alice = Wallet.createRandom();
 const bob = Wallet.createRandom();
 const plaintext = new TextEncoder().encode(JSON.stringify([{ relation: { relationId: "u2" }, description: "friends" }]));
 
-type Lie = "random" | "index0" | "identity" | "garbage" | "borrowed" | "hang" | "stall";
+type Lie = "random" | "doubled" | "index0" | "identity" | "garbage" | "borrowed" | "hang" | "stall";
 
 /** Requests the "stall" node holds unanswered until the test lets them go. */
 const stalled: (() => void)[] = [];
@@ -57,6 +57,12 @@ beforeAll(async () => {
         return { index: 3, signatureShare: `03c0${"0".repeat(190)}` };
       case "garbage":
         return { index: 3, signatureShare: "03zz" };
+      case "doubled": {
+        // Node 3's genuine share times two: a well-formed point for the right identity, the wrong value.
+        const genuine = (await (await askNode(3, request.body)).json()) as { signatureShare: string };
+        const share = decodeDecryptionShare(genuine.signatureShare);
+        return { index: 3, signatureShare: encodeDecryptionShare({ index: 3, point: share.point.multiply(2n) }) };
+      }
       case "borrowed": {
         // Node 1's genuine share, passed off as node 3's.
         const answer = await fetch(`${serverUrl}/dev-key-nodes/1/v1/decryption-share`, {
@@ -92,6 +98,15 @@ afterAll(async () => {
   await liar.close();
 });
 
+/** Asks the genuine node `index` of the development network for a share. */
+function askNode(index: number, body: unknown): Promise<Response> {
+  return fetch(`${serverUrl}/dev-key-nodes/${index}/v1/decryption-share`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
 /** The dev network with node i's URL replaced. */
 function withNodes(urls: Record<number, string>): PublicKeyNetwork {
   return { ...dev.network, nodes: dev.network.nodes.map((node) => ({ ...node, url: urls[node.index] ?? node.url })) };
@@ -115,14 +130,45 @@ describe("decryptResult", () => {
   });
 
   it("decrypts with one lying node, whatever its lie", async () => {
-    for (const lie of ["random", "index0", "identity", "garbage", "borrowed"]) {
+    for (const lie of ["random", "doubled", "index0", "identity", "garbage", "borrowed"]) {
       expect(await decrypt(withNodes({ 3: `${liarUrl}/${lie}` }))).toEqual(plaintext);
+    }
+  });
+
+  it("decrypts when a well-formed wrong share is among the first combined: drops it and waits for the third", async () => {
+    for (const lie of ["random", "doubled"]) {
+      // Node 1's answer is held until nodes 2 and 3 (the liar) have answered, so the first two shares
+      // combined are 2's and the lie, whose σ does not decrypt.
+      let release = () => {};
+      const othersAnswered = new Promise<void>((resolve) => (release = resolve));
+      let answered = 0;
+      const ordered: typeof fetch = (input, init) => {
+        const answer = fetch(input, init);
+        if (String(input).includes("/dev-key-nodes/1/")) {
+          return othersAnswered.then(() => new Promise((resolve) => setTimeout(resolve, 100))).then(() => answer);
+        }
+        return answer.finally(() => {
+          if (++answered === 2) release();
+        });
+      };
+      const network = withNodes({ 3: `${liarUrl}/${lie}` });
+      const plain = await decryptResult(payload, { network, serverUrl, ...auth, fetch: ordered });
+      expect(plain).toEqual(plaintext);
+    }
+  });
+
+  it("never accepts a wrong plaintext: a liar and one honest node cannot decrypt", async () => {
+    for (const lie of ["random", "doubled"]) {
+      const attempt = decrypt(withNodes({ 1: closedUrl, 3: `${liarUrl}/${lie}` }));
+      await expect(attempt).rejects.toThrow(/got 1 valid decryption share\(s\) from 3 key node\(s\); 2 are needed/);
+      await expect(attempt).rejects.toThrow(/node 3: sent a share that fails its pairing check/);
     }
   });
 
   it("rejects every kind of bad share: a liar plus a node down leaves too few", async () => {
     const reasons: Record<string, RegExp> = {
       random: /node 3: sent a share that fails its pairing check/,
+      doubled: /node 3: sent a share that fails its pairing check/,
       index0: /node 3: .*index must not be 0/,
       identity: /node 3: .*identity point/,
       garbage: /node 3: a decryption share must be 97 bytes/,
