@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { FetchRequest, Interface, JsonRpcProvider, getBytes, hashMessage, isError, keccak256, verifyMessage } from "ethers";
 import { SiweMessage } from "siwe";
+import { parseCommonEip4361, type Eip4361Fields } from "./eip4361.js";
 import { AuthorizationExpiredError, InvalidAuthorizationError, UpstreamUnavailableError } from "../domain/errors.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT } from "../domain/statements.js";
 
@@ -233,11 +234,16 @@ function createCodeCache(now: () => number = Date.now): CodeCache {
   };
 }
 
-/** Parses an EIP-4361 text, turning any parser failure into 10101 with the parser's one-line reason when it has one. */
-function parse(message: string): SiweMessage {
+/**
+ * Parses an EIP-4361 text: the common shape by eip4361.ts, anything else by the `siwe` package's ABNF
+ * parser, turning its failure into 10101 with the parser's one-line reason when it has one.
+ */
+function parse(message: string): Eip4361Fields | SiweMessage {
   if (message.length > MAX_MESSAGE_LENGTH) {
     throw new InvalidAuthorizationError(`message is longer than ${MAX_MESSAGE_LENGTH} characters`);
   }
+  const common = parseCommonEip4361(message);
+  if (common !== null) return common;
   try {
     return new SiweMessage(message);
   } catch (error) {
@@ -288,7 +294,7 @@ function signedByEoa(message: string, sig: string, address: string): boolean {
  * address that holds code is asked (eth_getCode first, its answer cached), so a bad EOA signature
  * costs one call the first time its address is seen, and none after.
  */
-async function signedByContract(url: string, message: string, sig: string, siwe: SiweMessage, codeCache: CodeCache): Promise<boolean> {
+async function signedByContract(url: string, message: string, sig: string, siwe: Eip4361Fields | SiweMessage, codeCache: CodeCache): Promise<boolean> {
   if (!Number.isSafeInteger(siwe.chainId) || siwe.chainId < 1) return false;
   const key = `${siwe.chainId}:${siwe.address.toLowerCase()}`;
   // An address known to hold no code is an EOA: its bad signature is simply bad, with no call.
