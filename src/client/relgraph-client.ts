@@ -189,6 +189,14 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
   loadWasmBls().catch(() => undefined);
 
   /**
+   * Starts fetching the key network while the query runs, so that the first decryption does not wait
+   * for one more round trip; a failure shows when decrypt awaits it (which fetches again).
+   */
+  const prefetchKeyNetwork = () => {
+    client.keyNetwork().catch(() => undefined);
+  };
+
+  /**
    * Calls `operation` with `params` (proto JSON names) and returns the response in the contract's
    * JSON (transport/contract-json.ts, as the REST envelope writes it), so answers look the same on every protocol.
    */
@@ -263,9 +271,11 @@ export function createRelgraphClient(options: RelgraphClientOptions): RelgraphCl
       return JSON.parse(new TextDecoder().decode(plaintext)) as T;
     },
     async decryptedProfile(user, authorization) {
+      prefetchKeyNetwork();
       return client.decrypt<Profile>(await client.profile(user, authorization), authorization);
     },
     async decryptedRelationshipGraph(user, authorization, request) {
+      prefetchKeyNetwork();
       const answer = await client.relationshipGraph(user, authorization, request);
       return { data: await client.decrypt<RelationshipGraphEntry[]>(answer.data, authorization), cursor: answer.cursor };
     },
