@@ -142,8 +142,10 @@ export async function measurePrivate(context: PrivateContext): Promise<PrivateRe
       if (context.chromium) {
         log("bench: private: first decryption in Chromium through /demo …");
         try {
-          chromiumFirstProfileMs = await chromiumFirstProfile(origin, apiKey, context.wallets[1]!);
-          chromiumNote = null;
+          const chromium = await chromiumFirstProfile(origin, apiKey, context.wallets[1]!);
+          chromiumFirstProfileMs = chromium.ms;
+          chromiumNote = `in ms after the click: ${chromium.phases}`;
+          log(`bench: private: Chromium: ${chromiumNote}`);
         } catch (error) {
           chromiumNote = `not measured: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
         }
@@ -282,7 +284,11 @@ function cpuSeconds(pid: number): number {
  * profile on the page: signing (in this process, as a wallet would), the Profile call, the key nodes and
  * the decryption in the page's WebAssembly. The page and the API share one origin.
  */
-async function chromiumFirstProfile(baseUrl: string, apiKey: string, user: PrivateContext["wallets"][number]): Promise<number> {
+async function chromiumFirstProfile(
+  baseUrl: string,
+  apiKey: string,
+  user: PrivateContext["wallets"][number],
+): Promise<{ ms: number; phases: string }> {
   const { injectWallet, launchChromium } = await import("../../test/support/chromium.js");
   const browser = await launchChromium();
   try {
@@ -297,10 +303,30 @@ async function chromiumFirstProfile(baseUrl: string, apiKey: string, user: Priva
     });
     const elapsed = performance.now() - started;
     if ((await page.getAttribute("body", "data-state")) === "failed") throw new Error(`the demo failed: ${await page.textContent("#error")}`);
-    return elapsed;
+    return { ms: elapsed, phases: await page.evaluate(demoPhases) };
   } finally {
     await browser.close();
   }
+}
+
+/**
+ * Where the page's wait went, from its performance marks (demo.ts) and resource timings, in ms after
+ * the click on "connect": runs in the page.
+ */
+function demoPhases(): string {
+  const mark = (name: string) => performance.getEntriesByName(name, "mark")[0]?.startTime;
+  const click = mark("demo:connect") ?? 0;
+  const at = (name: string) => {
+    const time = mark(name);
+    return time === undefined ? "–" : `${(time - click).toFixed(0)}`;
+  };
+  const fetches = (performance.getEntriesByType("resource") as PerformanceResourceTiming[])
+    .filter((entry) => entry.startTime >= click)
+    .map((entry) => {
+      const name = new URL(entry.name).pathname.replace(/^.*\/(?=[^/]+$)/, "");
+      return `${name} ${(entry.startTime - click).toFixed(0)}–${(entry.responseEnd - click).toFixed(0)}`;
+    });
+  return `WebAssembly ready at ${at("demo:wasm-ready")}; signed at ${at("demo:signed")}; ${fetches.join(", ")}; profile shown at ${at("demo:profile-shown")}`;
 }
 
 /** The table of the closing note: each figure beside the issue's target and goal. */
@@ -330,7 +356,14 @@ export function renderPrivate(result: PrivateResult): string {
       "≤ 2 ms",
       "≤ 0.5 ms",
     ],
-    ["first decryption in Chromium through /demo", result.chromiumFirstProfileMs === null ? (result.chromiumNote ?? "not measured") : ms(result.chromiumFirstProfileMs), "≤ 300 ms", "≤ 100 ms"],
+    [
+      "first decryption in Chromium through /demo",
+      result.chromiumFirstProfileMs === null
+        ? (result.chromiumNote ?? "not measured")
+        : `${ms(result.chromiumFirstProfileMs)}${result.chromiumNote === null ? "" : ` (${result.chromiumNote})`}`,
+      "≤ 300 ms",
+      "≤ 100 ms",
+    ],
   ];
   return [
     `Private answers (issue 35): Redis, 2-of-3 key nodes as processes, REST over ${result.connections} connections`,

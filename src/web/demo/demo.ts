@@ -36,7 +36,8 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 function init(): void {
   // The pairings' WebAssembly compiles while the user reads the page and connects the wallet; the
   // first decryption awaits it (and reports a failure) all the same.
-  prepareDecryption().catch(() => undefined);
+  // Marks (here and in signIn) let anyone with the dev tools, and the bench, see where the wait goes.
+  prepareDecryption().then(() => performance.mark("demo:wasm-ready"), () => undefined);
   const query = new URLSearchParams(location.search);
   // Never from the link: the wallet signs for this page's host, which SIWE_DOMAINS accepts, so a link
   // that chose the server would hand a valid authorization to whatever server it named.
@@ -50,6 +51,7 @@ function init(): void {
 }
 
 async function signIn(): Promise<void> {
+  performance.mark("demo:connect");
   setState("working");
   showError(null);
   for (const id of ["profile", "graph", "mutual", "recommendations"]) $(id).hidden = true;
@@ -65,9 +67,11 @@ async function signIn(): Promise<void> {
     const me: UserRef = { address: signer.address };
     status(`Signed in as ${signer.address}: sign the Profile authorization…`);
     const profileAuth = await client.authorize("profile", signer);
+    performance.mark("demo:signed");
     status("Decrypting the profile through the key nodes…");
     const profile = await client.decryptedProfile(me, profileAuth);
     renderProfile(profile);
+    performance.mark("demo:profile-shown");
 
     status("Sign the Relationship graph authorization…");
     const graphAuth = await client.authorize("relationshipGraph", signer);
