@@ -116,7 +116,13 @@ export interface FetchKeyNetworkOptions {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
-/** Fetches and validates the key network a relgraph server publishes at GET /key-network. */
+/**
+ * Networks fetchKeyNetwork validated and froze. Validation decodes and interpolates every public share
+ * in pure JavaScript, tens of milliseconds: decryptResult repeats it only for networks from elsewhere.
+ */
+const checkedNetworks = new WeakSet<PublicKeyNetwork>();
+
+/** Fetches and validates the key network a relgraph server publishes at GET /key-network; the result is frozen. */
 export async function fetchKeyNetwork(serverUrl: string, options: FetchKeyNetworkOptions = {}): Promise<PublicKeyNetwork> {
   const doFetch = options.fetch ?? fetch;
   const url = new URL("key-network", withSlash(serverUrl));
@@ -130,7 +136,11 @@ export async function fetchKeyNetwork(serverUrl: string, options: FetchKeyNetwor
     throw new DecryptionError(`cannot fetch the key network from ${url}: ${reason(error)}`, { cause: error });
   }
   try {
-    return parsePublicKeyNetwork(body);
+    const network = parsePublicKeyNetwork(body);
+    for (const node of network.nodes) Object.freeze(node);
+    Object.freeze(network.nodes);
+    checkedNetworks.add(Object.freeze(network));
+    return network;
   } catch (error) {
     throw new DecryptionError(`${url}: ${reason(error)}`, { cause: error });
   }
@@ -150,7 +160,7 @@ export async function decryptResult(encrypted: EncryptedPayload, options: Decryp
   const cached = options.keyCache?.get(payload.dataToEncryptHash);
   if (cached !== undefined && bytesToHex(sha256(cached)) === payload.dataToEncryptHash) return open(cached, payload);
 
-  const network = parsePublicKeyNetwork(options.network);
+  const network = checkedNetworks.has(options.network) ? options.network : parsePublicKeyNetwork(options.network);
   const ciphertext = base64ToBytes(payload.encryptedSymmetricKey, "encryptedSymmetricKey");
   const body = JSON.stringify({
     accessControlConditions: payload.accessControlConditions,
