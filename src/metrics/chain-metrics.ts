@@ -1,4 +1,5 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { registerScrapedCounters } from "./metrics.js";
 
 /** What `relgraph index --metrics-port` reports, read at each scrape. */
 export interface IndexMetricsSource {
@@ -43,16 +44,6 @@ export function createIndexMetrics(source: IndexMetricsSource): Registry {
     ["relgraph_index_rpc_errors_total", "RPC requests that failed and were retried, over every endpoint.", () => source.rpcErrors()],
     ["relgraph_index_retries_total", "Units that failed before being applied and were tried again: an error answer or an answer refused, a chain that moved while read, the store unavailable.", () => source.stats().retries],
   ];
-  for (const [name, help, read] of counters) {
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(read());
-      },
-    });
-  }
+  registerScrapedCounters(registry, counters);
   return registry;
 }

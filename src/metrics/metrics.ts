@@ -155,22 +155,29 @@ export function createFeedMetrics(source: FeedMetricsSource): Registry {
       if (last?.undelivered != null) this.set({ state: "undelivered" }, last.undelivered);
     },
   });
-  const counters: [string, string, keyof FeedCounters][] = [
-    ["relgraph_change_feed_entries_total", "Stream entries applied and acknowledged by this consumer.", "entries"],
-    ["relgraph_change_feed_records_total", "Records of the entries this consumer applied.", "records"],
-    ["relgraph_change_feed_rejected_total", "Entries this consumer sent to the rejected stream.", "rejected"],
-    ["relgraph_change_feed_claimed_total", "Entries this consumer took over from others.", "claimed"],
-  ];
-  for (const [name, help, field] of counters) {
+  registerScrapedCounters(registry, [
+    ["relgraph_change_feed_entries_total", "Stream entries applied and acknowledged by this consumer.", () => source.stats().entries],
+    ["relgraph_change_feed_records_total", "Records of the entries this consumer applied.", () => source.stats().records],
+    ["relgraph_change_feed_rejected_total", "Entries this consumer sent to the rejected stream.", () => source.stats().rejected],
+    ["relgraph_change_feed_claimed_total", "Entries this consumer took over from others.", () => source.stats().claimed],
+  ]);
+  return registry;
+}
+
+/**
+ * Counters whose totals a long-running command keeps itself (the feed's consumer, the chain indexer):
+ * each is read at scrape time rather than incremented as things happen.
+ */
+export function registerScrapedCounters(registry: Registry, counters: readonly [name: string, help: string, read: () => number][]): void {
+  for (const [name, help, read] of counters) {
     new Counter({
       name,
       help,
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(source.stats()[field]);
+        this.inc(read());
       },
     });
   }
-  return registry;
 }
