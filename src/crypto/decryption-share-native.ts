@@ -27,5 +27,26 @@ const ONE = (() => {
  * than hashing in WebAssembly, which is most of an encryption's cost after its pairing.
  */
 export function hashIdentityNative(identity: string | Uint8Array): Uint8Array {
-  return ONE.sign(typeof identity === "string" ? new TextEncoder().encode(identity) : identity).toBytes(true);
+  return ONE.sign(identityBytes(identity)).toBytes(true);
+}
+
+/**
+ * The two scalar multiples an encryption needs, natively: r·H₂(identity) is blst's signature of the
+ * identity under the secret key r, and r·g1 its public key. With them the sender's mask is the
+ * pairing e(PK, r·H₂(identity)), equal to e(r·PK, H₂(identity)), and only the pairing is left to
+ * WebAssembly.
+ */
+export const NATIVE_MULTIPLES = {
+  /** r·H₂(identity), uncompressed (192 bytes, as blst and ZCash write it): decoding it needs no square root. */
+  hashMultiple(r: bigint, identity: string | Uint8Array): Uint8Array {
+    return SecretKey.fromBytes(encodeScalar(r)).sign(identityBytes(identity)).toBytes(false);
+  },
+  /** r·g1, compressed. */
+  baseMultiple(r: bigint): Uint8Array {
+    return SecretKey.fromBytes(encodeScalar(r)).toPublicKey().toBytes(true);
+  },
+};
+
+function identityBytes(identity: string | Uint8Array): Uint8Array {
+  return typeof identity === "string" ? new TextEncoder().encode(identity) : identity;
 }

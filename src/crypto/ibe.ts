@@ -6,7 +6,7 @@ import { EncodingError, Fr, G1_BASE, decodeG1, decodeG2, hashIdentity, pairingBy
 import {
   decodeG1Wasm,
   decodeG2Wasm,
-  decodeTrustedG2Wasm,
+  decodeTrustedUncompressedG2Wasm,
   g1BaseWasm,
   hashIdentityWasm,
   mulG1Wasm,
@@ -77,14 +77,24 @@ export const WASM_IBE: IbeCurve<WasmG1, WasmG2> = {
   receiverMask: (u, key) => pairingBytesWasm(decodeG1Wasm(u, "U"), key),
 };
 
+/** Scalar multiples computed outside WebAssembly (natively, in Node: decryption-share-native.ts). */
+export interface ScalarMultiples {
+  /** r·H₂(identity), uncompressed (192 bytes). */
+  hashMultiple(r: bigint, identity: Uint8Array | string): Uint8Array;
+  /** r·g1, compressed. */
+  baseMultiple(r: bigint): Uint8Array;
+}
+
 /**
- * WASM_IBE with H₂ computed elsewhere (natively, in Node: decryption-share-native.ts), for encryption:
- * the hash is the only part of an encryption that needs no pairing-friendly arithmetic beyond G2.
+ * WASM_IBE for encryption with the scalar multiples done elsewhere: the sender's mask is
+ * e(PK, r·H₂(identity)), which bilinearity makes equal to e(r·PK, H₂(identity)), so the pairing is
+ * the only work left to WebAssembly.
  */
-export function wasmIbeHashingWith(hashIdentityBytes: (identity: Uint8Array | string) => Uint8Array): IbeCurve<WasmG1, WasmG2> {
+export function wasmIbeWithMultiples(multiples: ScalarMultiples): IbeCurve<WasmG1, WasmG2> {
   return {
     ...WASM_IBE,
-    senderMask: (publicKey, r, identity) => pairingBytesWasm(mulG1Wasm(publicKey, r), decodeTrustedG2Wasm(hashIdentityBytes(identity))),
+    baseMultiple: (r) => multiples.baseMultiple(r),
+    senderMask: (publicKey, r, identity) => pairingBytesWasm(publicKey, decodeTrustedUncompressedG2Wasm(multiples.hashMultiple(r, identity))),
   };
 }
 

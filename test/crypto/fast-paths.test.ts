@@ -23,8 +23,8 @@ import {
   verifyDecryptionShare,
   verifyDecryptionShareWasm,
 } from "../../src/crypto/decryption-share.js";
-import { hashIdentityNative, nativeShareSigner } from "../../src/crypto/decryption-share-native.js";
-import { NOBLE_IBE, WASM_IBE, decryptKey, encryptKey, wasmIbeHashingWith } from "../../src/crypto/ibe.js";
+import { NATIVE_MULTIPLES, hashIdentityNative, nativeShareSigner } from "../../src/crypto/decryption-share-native.js";
+import { NOBLE_IBE, WASM_IBE, decryptKey, encryptKey, wasmIbeWithMultiples } from "../../src/crypto/ibe.js";
 import { encryptionIdentity, onlySignerConditions } from "../../src/crypto/identity.js";
 import { dealKeyNetwork } from "../../src/crypto/keygen.js";
 import { randomScalar } from "../../src/crypto/shamir.js";
@@ -102,8 +102,8 @@ describe("IBE: WebAssembly and noble, both ways", () => {
       const sigma = hashIdentity(identity).multiply(secret).toBytes(true);
       const fast = encryptKey(pk, identity, msg, WASM_IBE);
       const slow = encryptKey(pk, identity, msg);
-      // The server's: pairings in WebAssembly, H₂ by blst.
-      const server = encryptKey(pk, identity, msg, wasmIbeHashingWith(hashIdentityNative));
+      // The server's: the pairing in WebAssembly, the scalar multiples by blst.
+      const server = encryptKey(pk, identity, msg, wasmIbeWithMultiples(NATIVE_MULTIPLES));
       expect(decryptKey(server, sigma)).toEqual(msg);
       expect(fast).toHaveLength(slow.length);
       expect(decryptKey(fast, sigma)).toEqual(msg);
@@ -116,6 +116,17 @@ describe("IBE: WebAssembly and noble, both ways", () => {
     }
     expect(WASM_IBE.publicKey(hexToBytes(pk))).toBeDefined();
     expect(NOBLE_IBE.publicKey(hexToBytes(pk))).toBeDefined();
+  });
+
+  it("the server's sender mask and U, with blst's multiples, equal noble's byte for byte", () => {
+    const server = wasmIbeWithMultiples(NATIVE_MULTIPLES);
+    const serverKey = server.publicKey(hexToBytes(pk));
+    const nobleKey = NOBLE_IBE.publicKey(hexToBytes(pk));
+    for (const identity of identities) {
+      const r = randomScalar();
+      expect(bytesToHex(server.senderMask(serverKey, r, identity))).toBe(bytesToHex(NOBLE_IBE.senderMask(nobleKey, r, identity)));
+      expect(bytesToHex(server.baseMultiple(r))).toBe(bytesToHex(NOBLE_IBE.baseMultiple(r)));
+    }
   });
 
   it("a tampered U is refused by both", () => {
