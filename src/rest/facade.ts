@@ -10,7 +10,7 @@ import {
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
 import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
-import { toContractJsonText } from "../transport/contract-json.js";
+import { toContractJson } from "../transport/contract-json.js";
 import { errorEnvelope, tooLarge, toPublicError, type ErrorLogger } from "../transport/errors.js";
 import { endUnreadRequest } from "../transport/refused-upload.js";
 import {
@@ -118,19 +118,12 @@ export async function answerRoute(
     const { rateLimit } = await gate.admit(apiKey);
     // A key's budget is told on every answer once it is admitted, refusals of the query included.
     if (rateLimit) headers = { ...REST_ANSWER_HEADERS, ...rateLimitHeaders(rateLimit) };
-    const fields = toContractJsonText(route.response, await route.call(service, query));
-    return { status: 200, headers, body: successEnvelope(fields) };
+    const json = toContractJson(route.response, await route.call(service, query));
+    return { status: 200, headers, body: JSON.stringify({ code: "0", desc: "success", ...json }) };
   } catch (err) {
     return refusal(err, log, headers);
   }
 }
-
-/** The spec's success envelope around an answer's fields (a JSON object's text): code and desc first, as JSON.stringify would write them. */
-function successEnvelope(fields: string): string {
-  return fields === "{}" ? SUCCESS_HEAD + "}" : `${SUCCESS_HEAD},${fields.slice(1)}`;
-}
-
-const SUCCESS_HEAD = '{"code":"0","desc":"success"';
 
 /** The error envelope of `err` (toPublicError logs what is not the client's doing), with a rate-limited key's headers. */
 export function refusal(err: unknown, log?: ErrorLogger, headers: Readonly<Record<string, string>> = REST_ANSWER_HEADERS): RestAnswer {

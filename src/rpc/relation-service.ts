@@ -22,7 +22,7 @@ import type { AnswerAuthorization, ResultEncryptor } from "../crypto/encryptor.j
 import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
 import type { UserRecord } from "../domain/model.js";
 import type { GraphQueries } from "../graph/queries.js";
-import { toContractJsonText } from "../transport/contract-json.js";
+import { toContractJson } from "../transport/contract-json.js";
 import { addressList, identityList, pageRequest, singleIdentity, type SingleIdentityFields } from "./params.js";
 
 /** What the service needs; everything is injected so each protocol and test shares one implementation. */
@@ -55,15 +55,15 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
 
   // Every answer under one authorization shares its payload key; what each answer holds is decided
   // here, per request, so erasure and withdrawn consent show in the next answer all the same.
-  const encryptJson = (authorization: AnswerAuthorization, json: string) =>
-    encryptor.encryptForAuthorization(authorization, Buffer.from(json, "utf8"));
+  const encryptJson = (authorization: AnswerAuthorization, json: unknown) =>
+    encryptor.encryptForAuthorization(authorization, new TextEncoder().encode(JSON.stringify(json)));
 
   return {
     async profile(req: ProfileRequest): Promise<MessageInitShape<typeof ProfileResponseSchema>> {
       const { user, authorization } = await authorizeOwner(req, PROFILE_STATEMENT);
       const counts = await queries.followCounts(user.id);
       const profile = { relationId: user.relationId, name: user.name, avatar: user.avatar, ...counts };
-      return { data: await encryptJson(authorization, toContractJsonText(ProfileSchema, profile)) };
+      return { data: await encryptJson(authorization, toContractJson(ProfileSchema, profile)) };
     },
 
     async relationshipGraph(req: RelationshipGraphRequest): Promise<MessageInitShape<typeof RelationshipGraphResponseSchema>> {
@@ -71,9 +71,9 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
       const { user, authorization } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
       const result = await queries.relationshipGraph(user.id, page);
       const entries = result.items.map(({ user: peer, description }) =>
-        toContractJsonText(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
+        toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
       );
-      return { data: await encryptJson(authorization, `[${entries.join(",")}]`), cursor: result.cursor };
+      return { data: await encryptJson(authorization, entries), cursor: result.cursor };
     },
 
     async multiDimensionalRecommendation(

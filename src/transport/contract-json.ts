@@ -30,70 +30,7 @@ export function toContractJson<Desc extends DescMessage>(
   return walk(schema, message as Record<string, unknown>);
 }
 
-/**
- * JSON.stringify(toContractJson(schema, message)), written as text in one pass: an encrypted answer
- * and every REST envelope are serialised once, without building the object tree first and then
- * walking it again to stringify.
- */
-export function toContractJsonText<Desc extends DescMessage>(
-  schema: Desc,
-  message: MessageShape<Desc> | MessageInitShape<Desc>,
-): string {
-  if (!isPlainMessage(schema)) return JSON.stringify(toContractJson(schema, message));
-  return textWriter(schema)(message as Fields);
-}
-
 type Fields = Record<string, unknown>;
-type TextWriter = (message: Fields) => string;
-
-const textWriters = new WeakMap<DescMessage, TextWriter>();
-
-/** The text writer of a plain message, made once per schema; nested messages find theirs when first written. */
-function textWriter(schema: DescMessage): TextWriter {
-  let writer = textWriters.get(schema);
-  if (writer !== undefined) return writer;
-  const parts = schema.fields.map((field) => {
-    const key = `${JSON.stringify(field.jsonName)}:`;
-    const name = field.localName;
-    switch (field.fieldKind) {
-      case "message": {
-        const nested = field.message;
-        return (message: Fields) => {
-          const value = message[name];
-          return key + (value == null ? "null" : textWriter(nested)(value as Fields));
-        };
-      }
-      case "list":
-        if (field.listKind === "message") {
-          const item = field.message;
-          return (message: Fields) => `${key}[${((message[name] ?? []) as Fields[]).map((value) => textWriter(item)(value)).join(",")}]`;
-        }
-        return (message: Fields) => key + JSON.stringify(message[name] ?? []);
-      case "scalar": {
-        const fallback = field.scalar === ScalarType.STRING ? "" : field.scalar === ScalarType.BOOL ? false : 0;
-        const implicit = field.presence === FeatureSet_FieldPresence.IMPLICIT;
-        return (message: Fields) => {
-          const value = message[name];
-          // As walk() does: an unset explicit-presence field is left out.
-          if (value === undefined && !implicit) return undefined;
-          return key + JSON.stringify(value ?? fallback);
-        };
-      }
-      default:
-        throw new TypeError(`${schema.typeName}.${field.name} is not a field of a plain message`);
-    }
-  });
-  writer = (message) => {
-    let text = "";
-    for (const part of parts) {
-      const written = part(message);
-      if (written !== undefined) text = text === "" ? written : `${text},${written}`;
-    }
-    return `{${text}}`;
-  };
-  textWriters.set(schema, writer);
-  return writer;
-}
 
 function walk(schema: DescMessage, message: Fields): JsonObject {
   const out: JsonObject = {};
