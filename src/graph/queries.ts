@@ -4,6 +4,7 @@ import { IDENTITY_PARAM } from "../domain/identity.js";
 import type { Identity, UserId, UserRecord } from "../domain/model.js";
 import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../domain/recommendation-limits.js";
 import type { GraphStore } from "../store/store.js";
+import { ownSet } from "./own-set.js";
 import { hydrate, keysetPage, type DescribedUser, type Page, type PageRequest } from "./paging.js";
 import { Recommendations } from "./recommendations.js";
 
@@ -75,7 +76,7 @@ export class GraphQueries {
 
   /** The user's released friends, in ascending relationId order, with each relation's description. */
   async relationshipGraph(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
-    const [friends, release] = await Promise.all([this.store.userSet("friends", id), this.store.release(id)]);
+    const [friends, release] = await Promise.all([ownSet(this.store, "friends", id), this.store.release(id)]);
     let released = friends;
     if (release !== "*") {
       const allowed = new Set(release);

@@ -6,6 +6,7 @@ import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../dom
 import { describeCandidate, Ranking, tallyContenders } from "../domain/recommend.js";
 import { firstHop, hashOfId, hashOfText, withinBudget } from "../domain/sampling.js";
 import { PagingStateFullError, type GraphStore } from "../store/store.js";
+import { ownSet } from "./own-set.js";
 import { hydrate, type DescribedUser, type Page, type PageRequest } from "./paging.js";
 
 /** Recommendations over a store: each first page ranks and keeps a snapshot that later pages read. */
@@ -150,9 +151,9 @@ export class Recommendations {
   private async rankRecommendations(id: UserId): Promise<Ranking> {
     const { store, limits } = this;
     const [friends, following, followers, contracts, nfts] = await Promise.all([
-      this.ownSet("friends", id),
-      this.ownSet("following", id),
-      this.ownSet("followers", id),
+      ownSet(this.store, "friends", id),
+      ownSet(this.store, "following", id),
+      ownSet(this.store, "followers", id),
       store.userAssets("contracts", id),
       store.userAssets("nfts", id),
     ]);
@@ -168,16 +169,6 @@ export class Recommendations {
       { mutualFriends, sharedFollowings, sharedFollowers, sharedContracts, sharedNfts },
       limits.maxResults,
     );
-  }
-
-  /**
-   * One of the user's own sets, read as neighbour sets are: the cache layer keeps those, and a
-   * user's set is often some neighbour's, read by an earlier recommendation. Past OWN_SET_BOUND it
-   * is listed in pages instead, so that no single reply is unbounded.
-   */
-  private async ownSet(kind: UserSetKind, id: UserId): Promise<readonly UserId[]> {
-    const [members] = await this.store.userSetsBounded(kind, [id], OWN_SET_BOUND);
-    return members ?? this.store.userSet(kind, id);
   }
 
   /** The `kind` sets of (some of) `ids`, chosen within the signal's member budget. */
@@ -233,8 +224,6 @@ function firstScoreAtMost(ranking: Ranking, score: number, end: number): number 
   return low;
 }
 
-/** Own sets up to this size are read whole, through the cache layer (Recommendations.ownSet). */
-const OWN_SET_BOUND = 100_000;
 
 /** Snapshots are rankings in base64 (Ranking.snapshot); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {
