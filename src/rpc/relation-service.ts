@@ -21,6 +21,7 @@ import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT, type SiweVerifier } fr
 import type { AnswerAuthorization, ResultEncryptor } from "../crypto/encryptor.js";
 import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
 import type { UserRecord } from "../domain/model.js";
+import type { DescribedUser } from "../graph/paging.js";
 import type { GraphQueries } from "../graph/queries.js";
 import { toContractJson } from "../transport/contract-json.js";
 import { addressList, identityList, pageRequest, singleIdentity, type SingleIdentityFields } from "./params.js";
@@ -55,25 +56,22 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
 
   // Every answer under one authorization shares its payload key; what each answer holds is decided
   // here, per request, so erasure and withdrawn consent show in the next answer all the same.
-  const encryptJson = (authorization: AnswerAuthorization, json: unknown) =>
-    encryptor.encryptForAuthorization(authorization, new TextEncoder().encode(JSON.stringify(json)));
+  const encryptJson = (authorization: AnswerAuthorization, json: string) =>
+    encryptor.encryptForAuthorization(authorization, Buffer.from(json, "utf8"));
 
   return {
     async profile(req: ProfileRequest): Promise<MessageInitShape<typeof ProfileResponseSchema>> {
       const { user, authorization } = await authorizeOwner(req, PROFILE_STATEMENT);
       const counts = await queries.followCounts(user.id);
       const profile = { relationId: user.relationId, name: user.name, avatar: user.avatar, ...counts };
-      return { data: await encryptJson(authorization, toContractJson(ProfileSchema, profile)) };
+      return { data: await encryptJson(authorization, JSON.stringify(toContractJson(ProfileSchema, profile))) };
     },
 
     async relationshipGraph(req: RelationshipGraphRequest): Promise<MessageInitShape<typeof RelationshipGraphResponseSchema>> {
       const page = pageRequest(req);
       const { user, authorization } = await authorizeOwner(req, RELATIONSHIP_GRAPH_STATEMENT);
       const result = await queries.relationshipGraph(user.id, page);
-      const entries = result.items.map(({ user: peer, description }) =>
-        toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }),
-      );
-      return { data: await encryptJson(authorization, entries), cursor: result.cursor };
+      return { data: await encryptJson(authorization, relationshipGraphText(result.items)), cursor: result.cursor };
     },
 
     async multiDimensionalRecommendation(
@@ -114,6 +112,43 @@ export type RelationServiceMethods = ReturnType<typeof createRelationService>;
  * facade's toContractJson, the unary paths' toBinaryFast, connect-es's own create), and building a
  * message per user, relation, account and game was a visible share of a REST request.
  */
+
+/**
+ * A relationship graph page's plaintext, the JSON list of its entries: what stringifying each entry's
+ * toContractJson writes. All of an entry but its description follows from the peer's stored record,
+ * so that part's text is made once per record object. The cache layer hands out one object per user
+ * until the user changes, and a record is never modified in place (a changed user is a new object),
+ * so a text can never show what its record no longer holds.
+ */
+export function relationshipGraphText(items: readonly DescribedUser[]): string {
+  let text = "[";
+  for (let i = 0; i < items.length; i++) {
+    const { user: peer, description } = items[i]!;
+    text += `${i === 0 ? "" : ","}${DESCRIPTION_IS_LAST ? `${peerText(peer)}"description":${JSON.stringify(description)}}` : entryText(peer, description)}`;
+  }
+  return `${text}]`;
+}
+
+/** The entry's fields are written in declaration order; the description can be appended only while it comes last. */
+const DESCRIPTION_IS_LAST = RelationshipGraphEntrySchema.fields.at(-1)?.localName === "description";
+
+const peerTexts = new WeakMap<UserRecord, string>();
+
+/** An entry's text up to its description: the opening brace and every field before it, each followed by a comma. */
+function peerText(peer: UserRecord): string {
+  let text = peerTexts.get(peer);
+  if (text === undefined) {
+    const { description: _description, ...fields } = toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer) });
+    const json = JSON.stringify(fields);
+    text = json === "{}" ? "{" : `${json.slice(0, -1)},`;
+    peerTexts.set(peer, text);
+  }
+  return text;
+}
+
+function entryText(peer: UserRecord, description: string): string {
+  return JSON.stringify(toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }));
+}
 
 function relationOf(user: UserRecord): MessageInitShape<typeof RelationSchema> {
   return { relationId: user.relationId, name: user.name, avatar: user.avatar };
