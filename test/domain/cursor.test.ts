@@ -112,6 +112,20 @@ describe("cursor codec", () => {
     for (const json of ["[1,2]", "42", "null", '"text"', "{not json", "\uFFFD"]) expectRefused(() => codec.decode("mf:1,2", sealed("mf:1,2", json)));
   });
 
+  it("is XChaCha20-Poly1305 as @noble/ciphers writes it: its cursors open there, and noble's open here", () => {
+    const sealingKey = createHmac("sha256", KEY).update("relgraph cursor: sealing key").digest();
+    for (const [scope, state] of [
+      ["mf:1,2", { a: "u1" }],
+      ["rg:7", { a: "名🦊".repeat(40) }],
+      ["rec:3", { s: "x".repeat(700), n: 123456789, k: [1, 2, 3] }],
+    ] as const) {
+      const bytes = Buffer.from(codec.encode(scope, state), "base64url");
+      const opened = xchacha20poly1305(sealingKey, bytes.subarray(0, 24), Buffer.from(scope)).decrypt(bytes.subarray(24));
+      expect(JSON.parse(Buffer.from(opened).toString("utf8"))).toEqual(state);
+      expect(codec.decode(scope, sealed(scope, JSON.stringify(state)))).toEqual(state);
+    }
+  });
+
   it("takes only 32-byte keys", () => {
     expect(() => createCursorCodec(Buffer.alloc(16))).toThrow(RangeError);
   });
