@@ -1,4 +1,4 @@
-import { createCipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, randomBytes, randomFillSync } from "node:crypto";
 import { IV_BYTES } from "./envelope-open.js";
 
 /**
@@ -19,8 +19,26 @@ export function newPayloadKey(): Uint8Array {
 
 /** Seals `plaintext` under `key`; returns base64(iv ‖ ct ‖ tag). */
 export function sealPayload(key: Uint8Array, plaintext: Uint8Array): string {
-  const iv = randomBytes(IV_BYTES);
+  const iv = nextIv();
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64");
+}
+
+/**
+ * IVs are drawn from a pool of CSPRNG bytes, refilled when spent: one call into the generator per
+ * few hundred answers rather than one per answer, now that answers under one authorization share a
+ * key and each seal is otherwise cheap. Every IV is used once and is as random as randomBytes'.
+ */
+const ivPool = Buffer.alloc(IV_BYTES * 256);
+let ivPoolOffset = ivPool.length;
+
+function nextIv(): Buffer {
+  if (ivPoolOffset === ivPool.length) {
+    randomFillSync(ivPool);
+    ivPoolOffset = 0;
+  }
+  const iv = Buffer.from(ivPool.subarray(ivPoolOffset, ivPoolOffset + IV_BYTES));
+  ivPoolOffset += IV_BYTES;
+  return iv;
 }
