@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,7 +6,7 @@ import { Wallet } from "ethers";
 import { createRelgraphClient } from "../../src/client/index.js";
 import { startKeyNodes } from "../../test/support/keynodes.js";
 import { gets, httpSaturate } from "../load/http-load.js";
-import { freePort, run, start } from "../processes/processes.js";
+import { cpuSeconds, freePort, run, start } from "../processes/processes.js";
 import { signAuthorizations, type Authorization } from "../workload/siwe-auth.js";
 
 /**
@@ -50,6 +49,8 @@ export interface RestFigure {
   p50Ms: number;
   p99Ms: number;
   errors: number;
+  /** CPU of the relgraph server process (every thread, the encryption workers included) per answered request, µs. */
+  serverCpuUs: number | null;
 }
 
 /** The figures, named as in the issue's table. */
@@ -96,8 +97,10 @@ export async function measurePrivate(context: PrivateContext): Promise<PrivateRe
       const saturate = async (name: string, paths: readonly string[], warm: boolean): Promise<RestFigure> => {
         log(`bench: private: ${name} …`);
         if (warm) await httpSaturate(target(paths), PRIVATE_CONNECTIONS, Math.min(2, context.durationSeconds));
+        const cpuBefore = await cpuSeconds(server.pid);
         const result = await httpSaturate(target(paths), PRIVATE_CONNECTIONS, context.durationSeconds);
-        return { rps: result.rps, p50Ms: result.p50Ms, p99Ms: result.p99Ms, errors: result.errors };
+        const serverCpuUs = result.requests > 0 ? ((await cpuSeconds(server.pid)) - cpuBefore) * 1e6 / result.requests : null;
+        return { rps: result.rps, p50Ms: result.p50Ms, p99Ms: result.p99Ms, errors: result.errors, serverCpuUs };
       };
       const wallets = context.wallets.map((w) => w.wallet);
       const query = (operation: "profile" | "relationshipGraph", address: string, { sig, message }: Authorization) =>
@@ -259,9 +262,9 @@ async function shareCpu(
         await response.arrayBuffer();
       }
     };
-    const before = cpuSeconds(pid);
+    const before = await cpuSeconds(pid);
     await Promise.all(Array.from({ length: 16 }, worker));
-    return ((cpuSeconds(pid) - before) * 1000) / count;
+    return (((await cpuSeconds(pid)) - before) * 1000) / count;
   };
   const one = await signAuthorizations([wallet], "profile");
   await send(one); // warm-up: JIT, connections
@@ -270,13 +273,6 @@ async function shareCpu(
   while (many.length < count) many.push(...(await signAuthorizations([wallet], "profile")));
   const freshAuthorization = await send(many);
   return { verifiedAuthorization, freshAuthorization, shares: count };
-}
-
-/** User plus system CPU time of a process, in seconds (Linux /proc). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
-  // After "pid (comm) ", utime and stime are the 12th and 13th fields, in clock ticks of 1/100 s.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /**
@@ -337,7 +333,8 @@ function demoPhases(): string {
 /** The table of the closing note: each figure beside the issue's target and goal. */
 export function renderPrivate(result: PrivateResult): string {
   const ms = (value: number) => `${value.toFixed(1)} ms`;
-  const rest = (figure: RestFigure) => `${figure.rps.toFixed(0)} req/s, p50 ${figure.p50Ms} ms, p99 ${figure.p99Ms} ms${figure.errors > 0 ? `, ${figure.errors} errors` : ""}`;
+  const rest = (figure: RestFigure) =>
+    `${figure.rps.toFixed(0)} req/s, p50 ${figure.p50Ms} ms, p99 ${figure.p99Ms} ms${figure.serverCpuUs === null ? "" : `, server CPU ${figure.serverCpuUs.toFixed(0)} µs a request`}${figure.errors > 0 ? `, ${figure.errors} errors` : ""}`;
   const rows = [
     ["mutualFriend over REST (the reference)", rest(result.mutualFriend), "", ""],
     ["Profile, 20 users re-asking ÷ mutualFriend", `${result.ratios.profileReused.toFixed(3)} (${rest(result.profileReused)})`, "≥ 0.5", "≥ 0.9"],
