@@ -126,7 +126,7 @@ async function createEncryption(config: Readonly<Config>, engine: string): Promi
   if (config.keyNetworkFile) {
     const network = await readPublicKeyNetwork(config.keyNetworkFile);
     return {
-      encryptor: createThresholdEncryptor(network),
+      encryptor: createThresholdEncryptor(network, { workers: config.encryptionWorkers }),
       network,
       keyNodes: [],
       notice: `encryption: ${network.threshold}-of-${network.nodes.length} key network from ${config.keyNetworkFile}`,
@@ -141,7 +141,7 @@ async function createEncryption(config: Readonly<Config>, engine: string): Promi
   }
   const dev = createDevKeyNetwork();
   return {
-    encryptor: createThresholdEncryptor(dev.network),
+    encryptor: createThresholdEncryptor(dev.network, { workers: config.encryptionWorkers }),
     network: dev.network,
     keyNodes: dev.nodes,
     notice:

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { parseCursorKey } from "../domain/cursor.js";
 import { DEFAULT_RECOMMENDATION_LIMITS } from "../domain/recommendation-limits.js";
 import { redactSeed, redactUrl } from "./redact.js";
@@ -51,6 +52,11 @@ export interface Config {
   keyNodeRatePerSecond: number;
   /** KEY_NODE_RATE_LIMIT_BURST: decryption-share requests a client address may make at once, per key node. */
   keyNodeRateBurst: number;
+  /**
+   * ENCRYPTION_WORKERS: threads making the identity-based encryption of each new authorization's
+   * payload key (a pairing each); 0 makes it on the event loop. Default: one per core, at most 4.
+   */
+  encryptionWorkers: number;
   /** ENCRYPTION_BACKEND: "relgraph" (threshold key nodes), the only backend; see refuseRetiredBackend. */
   encryptionBackend: "relgraph";
   /** LOG_LEVEL: pino level. */
@@ -118,6 +124,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     devKeyNetwork: oneOf(env, "DEV_KEY_NETWORK", ["0", "1"] as const, "0") === "1",
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
+    encryptionWorkers: integer(env, "ENCRYPTION_WORKERS", Math.min(4, availableParallelism()), 0, 64),
     encryptionBackend: encryptionBackend(env),
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),

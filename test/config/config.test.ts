@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/config.js";
 
@@ -18,5 +19,14 @@ describe("ENCRYPTION_BACKEND", () => {
     expect(() => loadConfig({ ENCRYPTION_BACKEND: "lit" })).toThrow(/retired its Datil and Naga networks.*2026/);
     expect(() => loadConfig({ LIT_NETWORK: "datil" })).toThrow(/LIT_NETWORK is no longer read/);
     expect(() => loadConfig({ ENCRYPTION_BACKEND: "other" })).toThrow(/expected one of relgraph/);
+  });
+});
+
+describe("ENCRYPTION_WORKERS", () => {
+  it("is one per core, at most 4, by default; takes 0 (the event loop) and more; refuses anything else", () => {
+    expect(loadConfig({}).encryptionWorkers).toBe(Math.min(4, availableParallelism()));
+    expect(loadConfig({ ENCRYPTION_WORKERS: "0" }).encryptionWorkers).toBe(0);
+    expect(loadConfig({ ENCRYPTION_WORKERS: "8" }).encryptionWorkers).toBe(8);
+    for (const bad of ["-1", "1.5", "many", "65"]) expect(() => loadConfig({ ENCRYPTION_WORKERS: bad })).toThrow(/ENCRYPTION_WORKERS/);
   });
 });
