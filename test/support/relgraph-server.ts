@@ -43,13 +43,19 @@ export interface RunningRelgraph {
  * Composes relgraph exactly as `relgraph serve` does (createRelgraph), with logs off, and listens on
  * port 0 of 127.0.0.1.
  */
+function fastPathsFromEnvironment(): Record<string, string> {
+  const value = process.env.FAST_PATHS;
+  return value === undefined ? {} : { FAST_PATHS: value };
+}
+
 export async function startRelgraph(options: StartRelgraphOptions = {}): Promise<RunningRelgraph> {
   const store = options.store ?? createCachedStore(createMemoryStore());
   let relgraph: Relgraph | undefined;
   try {
     if (options.records) await ingestRecords(store, options.records);
-    // The development key network on whatever store the test gives, Redis included.
-    const config = loadConfig({ API_KEYS: TEST_API_KEY, DEV_KEY_NETWORK: "1", ...options.env });
+    // The development key network on whatever store the test gives, Redis included. FAST_PATHS from
+    // the environment, so that the whole suite also runs without the fast paths (FAST_PATHS=off npm test).
+    const config = loadConfig({ API_KEYS: TEST_API_KEY, DEV_KEY_NETWORK: "1", ...fastPathsFromEnvironment(), ...options.env });
     relgraph = await createRelgraph(config, store, { logLevel: false });
     await relgraph.server.listen({ port: 0, host: "127.0.0.1" });
   } catch (err) {
