@@ -96,13 +96,13 @@ export class Recommendations {
     const chain = await this.chainOf(ranking, served);
     const { snapshotTtlSeconds, snapshotsPerUser, snapshotLimit } = this.limits;
     try {
-      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, id, {
-        perOwner: snapshotsPerUser,
-        total: snapshotLimit,
+      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, {
+        owner: id,
+        limits: { perOwner: snapshotsPerUser, perHolder: snapshotLimit, total: snapshotLimit },
       });
     } catch (error) {
       if (!(error instanceof PagingStateFullError)) throw error;
-      const whose = error.limit === "perOwner" ? "for this user" : "on this service";
+      const whose = error.limit === "perOwner" ? "for this user" : error.limit === "perHolder" ? "for this ApiKey" : "on this service";
       throw new RateLimitedError(
         `too many recommendation cursor chains are open ${whose}; retry in ${error.retryAfterSeconds} s (a page that holds the whole answer needs none)`,
         error.retryAfterSeconds,
