@@ -30,6 +30,11 @@ import { signAuthorizations } from "./workload/siwe-auth.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const PEER = fileURLToPath(new URL("./processes/peer-server.js", import.meta.url));
+/**
+ * The bench asks, as one client, what a service's many users would: its one ApiKey may hold the whole
+ * recommendation snapshot pool (RECOMMEND_SNAPSHOT_LIMIT's default), not one key's share of it.
+ */
+const ONE_CLIENT_SHARE = { RECOMMEND_SNAPSHOTS_PER_KEY: "50000" };
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -111,7 +116,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   const profileFlags = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   if (options.cpuProfDir) await mkdir(options.cpuProfDir, { recursive: true });
   const relgraph = await start(process.execPath, [...profileFlags, MAIN, "serve"], {
-    env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(relgraphPort), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+    env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(relgraphPort), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...ONE_CLIENT_SHARE },
     ready: /relgraph listening on/,
   });
   let peer: Managed | null = null;
@@ -207,7 +212,7 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
     startSecondServer: async () => {
       const port = await freePort();
       const second = await start(process.execPath, [MAIN, "serve"], {
-        env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+        env: { REDIS_URL: redisUrl, API_KEYS: apiKey, DEV_KEY_NETWORK: "1", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...ONE_CLIENT_SHARE },
         ready: /relgraph listening on/,
       });
       return { port, stop: () => second.stop() };

@@ -8,13 +8,14 @@ import type { KeyShare, PublicKeyNetwork } from "./crypto/key-network.js";
 import { REST_ANSWER_HEADERS, restFacade } from "./rest/facade.js";
 import type { AdmittingGate } from "./auth/request-gate.js";
 import { clampDeadlineHeaders } from "./transport/deadline-headers.js";
-import { ADMITTED, createApiKeyInterceptor, createDeadlineInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
+import { ADMITTED_CALLER, createApiKeyInterceptor, createDeadlineInterceptor, createErrorInterceptor } from "./rpc/interceptors.js";
 import { withContractRefusals } from "./rpc/protocol-errors.js";
 import { protocolOfContentType, withCallMetrics } from "./rpc/call-metrics.js";
 import { registerHealth } from "./rpc/health.js";
 import { registerReflection } from "./rpc/reflection.js";
 import type { RelationServiceMethods } from "./rpc/relation-service.js";
 import { cappedCompressions, rpcAdmission } from "./rpc/admission.js";
+import { connectServiceImpl } from "./rpc/connect-service.js";
 import type { RelgraphMetrics } from "./metrics/metrics.js";
 import type { GraphStore } from "./store/store.js";
 import { InvalidArgumentError } from "./domain/errors.js";
@@ -89,13 +90,13 @@ export async function relgraphApp(app: FastifyInstance, options: AppOptions): Pr
   await app.register(fastifyConnectPlugin, {
     readMaxBytes: maxRequestBytes,
     acceptCompression: cappedCompressions(maxRequestBytes, app.log),
-    contextValues: (request) => createContextValues().set(ADMITTED, admitted(request)),
+    contextValues: (request) => createContextValues().set(ADMITTED_CALLER, admitted(request)),
     // grpc-js always advertises gzip, and compressing every reply over 1 KB halved gRPC throughput
     // (`npm run bench`). relgraph's replies are at most tens of KB, served to nearby services:
     // compress only the rare large one. Compressed requests are still accepted.
     compressMinBytes: 64 * 1024,
     routes(router) {
-      router.service(RelationService, service, {
+      router.service(RelationService, connectServiceImpl(RelationService, service), {
         // The error interceptor is outermost, so ApiKey failures are translated too.
         interceptors: [createErrorInterceptor(app.log), createDeadlineInterceptor(), createApiKeyInterceptor(gate)],
       });

@@ -74,6 +74,7 @@ export async function createRelgraph(config: Readonly<Config>, rawStore: GraphSt
     ...DEFAULT_RECOMMENDATION_LIMITS,
     firstHopCap: config.recommendFirstHopCap,
     snapshotsPerUser: config.recommendSnapshotsPerUser,
+    snapshotsPerKey: config.recommendSnapshotsPerKey,
     snapshotLimit: config.recommendSnapshotLimit,
   });
   const service = createRelationService({ queries, authorizer: verifier, encryptor: encryption.encryptor });

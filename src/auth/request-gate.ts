@@ -1,3 +1,4 @@
+import type { Caller } from "../domain/caller.js";
 import type { RateLimitState } from "../domain/errors.js";
 import type { ApiKeyAuthenticator } from "./api-keys.js";
 import type { ApiKeyRateLimiter } from "./api-key-rate-limit.js";
@@ -7,14 +8,20 @@ export const API_KEY_HEADER = "apikey";
 
 /**
  * Admits or refuses a request by its ApiKey (authentication plus rate limit); throws domain errors.
- * What it resolves with is the gate's own (REST sends its rate-limit state as headers).
+ * It resolves with the Caller the request is answered for, which each protocol passes on to the
+ * service beside the request message.
  */
 export interface RequestGate {
-  admit(apiKey: string | undefined): Promise<unknown>;
+  admit(apiKey: string | undefined): Promise<Admitted>;
 }
 
-/** What admitting a request tells: where its ApiKey stands in its rate-limit window (null: unlimited). */
-export interface Admission {
+/** What every admission tells: whose request it is. */
+export interface Admitted {
+  caller: Caller;
+}
+
+/** What admitting a request also tells: where its ApiKey stands in its rate-limit window (null: unlimited). */
+export interface Admission extends Admitted {
   rateLimit: RateLimitState | null;
 }
 
@@ -31,7 +38,7 @@ export function createRequestGate(authenticator: ApiKeyAuthenticator, limiter: A
   return {
     async admit(apiKey) {
       const { keyId, rateLimit } = await authenticator.authenticate(apiKey);
-      return { rateLimit: await limiter.take(keyId, rateLimit ?? defaultLimit) };
+      return { caller: { keyId }, rateLimit: await limiter.take(keyId, rateLimit ?? defaultLimit) };
     },
   };
 }

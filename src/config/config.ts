@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { parseCursorKey } from "../domain/cursor.js";
-import { DEFAULT_RECOMMENDATION_LIMITS } from "../domain/recommendation-limits.js";
+import { DEFAULT_RECOMMENDATION_LIMITS, defaultSnapshotsPerKey } from "../domain/recommendation-limits.js";
 import { redactSeed, redactUrl } from "./redact.js";
 
 /**
@@ -77,6 +77,12 @@ export interface Config {
   recommendFirstHopCap: number;
   /** RECOMMEND_SNAPSHOTS_PER_USER: recommendation cursor chains (snapshots) one user may have open at once; a new one past it is refused with 10110. */
   recommendSnapshotsPerUser: number;
+  /**
+   * RECOMMEND_SNAPSHOTS_PER_KEY: recommendation cursor chains (snapshots) one ApiKey may hold open at
+   * once, at most RECOMMEND_SNAPSHOT_LIMIT (default a tenth of it); a new one past it is refused with
+   * 10110, while other keys' new chains are served. Every caller of the development key is one key.
+   */
+  recommendSnapshotsPerKey: number;
   /** RECOMMEND_SNAPSHOT_LIMIT: recommendation snapshots in the store at once (each at most 24 KB); a new chain past it is refused with 10110. */
   recommendSnapshotLimit: number;
   /** FAST_PATHS: "off" sends every request through connect-es and node-redis, without the fast paths (rpc/unary/, rest/h2c-handler.ts, store/redis/resp/). */
@@ -107,6 +113,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   for (const [name, replacement] of Object.entries(RETIRED)) {
     if (text(env, name) !== null) throw new ConfigError(`${name} is no longer read: use ${replacement}`);
   }
+  const recommendSnapshotLimit = integer(env, "RECOMMEND_SNAPSHOT_LIMIT", DEFAULT_RECOMMENDATION_LIMITS.snapshotLimit, 1, 1_000_000_000);
   const config: Config = {
     port: integer(env, "PORT", 8080, 0, 65535),
     host: text(env, "HOST") ?? "0.0.0.0",
@@ -135,10 +142,16 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxRequestBytes: integer(env, "MAX_REQUEST_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     recommendFirstHopCap: integer(env, "RECOMMEND_FIRST_HOP_CAP", DEFAULT_RECOMMENDATION_LIMITS.firstHopCap, 1, 1_000_000),
     recommendSnapshotsPerUser: integer(env, "RECOMMEND_SNAPSHOTS_PER_USER", DEFAULT_RECOMMENDATION_LIMITS.snapshotsPerUser, 1, 1_000_000),
-    recommendSnapshotLimit: integer(env, "RECOMMEND_SNAPSHOT_LIMIT", DEFAULT_RECOMMENDATION_LIMITS.snapshotLimit, 1, 1_000_000_000),
+    recommendSnapshotsPerKey: integer(env, "RECOMMEND_SNAPSHOTS_PER_KEY", defaultSnapshotsPerKey(recommendSnapshotLimit), 1, 1_000_000_000),
+    recommendSnapshotLimit,
     fastPaths: oneOf(env, "FAST_PATHS", ["on", "off"] as const, "on") === "on",
     ...overrides,
   };
+  if (config.recommendSnapshotsPerKey > config.recommendSnapshotLimit) {
+    throw new ConfigError(
+      `RECOMMEND_SNAPSHOTS_PER_KEY (${config.recommendSnapshotsPerKey}) exceeds RECOMMEND_SNAPSHOT_LIMIT (${config.recommendSnapshotLimit}): one ApiKey's share of the snapshot pool is at most the whole pool`,
+    );
+  }
   for (const [index, seed] of config.redisClusterNodes.entries()) {
     // The message shows the seed as host:port only: a mistyped seed may still carry a credential.
     if (!/^[^:\s@/?#]+:\d{1,5}$/.test(seed)) {

@@ -31,8 +31,22 @@ export interface RecommendationLimits {
    * and again under changes, holds.
    */
   snapshotsPerUser: number;
+  /**
+   * Snapshots one ApiKey may hold at once: those its first pages stored, or stored again, within the
+   * snapshot TTL. At most snapshotLimit; below it, one key flooding new chains leaves the rest of the
+   * pool to the others.
+   */
+  snapshotsPerKey: number;
   /** Snapshots in the whole store at once: with each at most 18 bytes × 2 × maxResults (base64: × 4/3), a bound on their memory. */
   snapshotLimit: number;
+}
+
+/**
+ * The share of the snapshot pool one ApiKey holds unless configured otherwise: a tenth of it, so that
+ * it takes ten keys flooding at once, not one, to fill the pool.
+ */
+export function defaultSnapshotsPerKey(snapshotLimit: number): number {
+  return Math.max(1, Math.floor(snapshotLimit / 10));
 }
 
 /** Defaults for RecommendationLimits; the snapshot TTL keeps cursors valid for the contract's 10 minutes. */
@@ -44,5 +58,6 @@ export const DEFAULT_RECOMMENDATION_LIMITS: Readonly<RecommendationLimits> = {
   firstHopCap: 2000,
   snapshotTtlSeconds: 15 * 60,
   snapshotsPerUser: 16,
+  snapshotsPerKey: defaultSnapshotsPerKey(50_000),
   snapshotLimit: 50_000,
 };

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { MultiDimensionalRecommendationRequestSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
+import type { Caller } from "../domain/caller.js";
 import { createCursorCodec } from "../domain/cursor.js";
 import { GraphQueries } from "../graph/queries.js";
 import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../domain/recommendation-limits.js";
@@ -239,11 +240,15 @@ const UNBOUNDED_LIMITS: RecommendationLimits = {
 function recommendationService(store: ReturnType<typeof createMemoryStore>, limits: RecommendationLimits): RelationServiceMethods {
   const refuse = () => Promise.reject(new Error("the evaluation calls no authorized operation"));
   return createRelationService({
-    queries: new GraphQueries(store, createCursorCodec(randomBytes(32)), limits),
+    // The evaluation is the store's one client: its key's share of the snapshot pool is all of it.
+    queries: new GraphQueries(store, createCursorCodec(randomBytes(32)), { ...limits, snapshotsPerKey: limits.snapshotLimit }),
     authorizer: { verify: refuse },
     encryptor: { encryptFor: refuse, encryptForAuthorization: refuse, close: async () => {} },
   });
 }
+
+/** Whom the evaluation asks as: it has no ApiKey, and needs none to call the implementation directly. */
+const EVALUATION_CALLER: Caller = { keyId: "evaluation" };
 
 /** The whole chain of recommendations for a user, as node indices, best first. */
 async function recommend(service: RelationServiceMethods, identity: Identity, indexOf: ReadonlyMap<string, number>): Promise<number[]> {
@@ -251,7 +256,7 @@ async function recommend(service: RelationServiceMethods, identity: Identity, in
   let cursor = "";
   do {
     const request = create(MultiDimensionalRecommendationRequestSchema, { ...identity, limit: 100, cursor });
-    const page = await service.multiDimensionalRecommendation(request);
+    const page = await service.multiDimensionalRecommendation(request, EVALUATION_CALLER);
     for (const item of page.data ?? []) ranked.push(indexOf.get(item.relationId?.relationId ?? "")!);
     cursor = page.cursor ?? "";
   } while (cursor !== "" && ranked.length < MAX_RANKED);

@@ -1,3 +1,4 @@
+import type { Caller } from "../domain/caller.js";
 import type { CursorCodec } from "../domain/cursor.js";
 import { UserNotFoundError } from "../domain/errors.js";
 import { IDENTITY_PARAM } from "../domain/identity.js";
@@ -90,8 +91,8 @@ export class GraphQueries {
     return { items: users.map((user, i) => ({ user, description: descriptions[i] ?? "" })), cursor };
   }
 
-  /** Users sharing at least one signal with `id`, best first, in pages (recommendations.ts). */
-  recommendations(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
-    return this.recommender.page(id, page);
+  /** Users sharing at least one signal with `id`, best first, in pages (recommendations.ts), held open for `caller`'s ApiKey. */
+  recommendations(id: UserId, page: PageRequest, caller: Caller): Promise<Page<DescribedUser>> {
+    return this.recommender.page(id, page, caller);
   }
 }

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { Caller } from "../domain/caller.js";
 import type { CursorCodec } from "../domain/cursor.js";
 import { InvalidCursorError, RateLimitedError } from "../domain/errors.js";
 import type { AssetKind, UserId, UserSetKind } from "../domain/model.js";
@@ -27,8 +28,11 @@ export class Recommendations {
    * goes on after that user in (score, relationId) order. Users erased meanwhile have no relationId
    * any more and are skipped, and the others keep their order, so a chain neither repeats a user nor
    * shows an erased one.
+   *
+   * A snapshot counts toward the share of the pool of the `caller`'s ApiKey while the key's chains
+   * read it; a first page past the key's share is refused, and other keys' chains are never touched.
    */
-  async page(id: UserId, page: PageRequest): Promise<Page<DescribedUser>> {
+  async page(id: UserId, page: PageRequest, caller: Caller): Promise<Page<DescribedUser>> {
     const scope = `rec:${id}`;
     let ranking: Ranking;
     let fingerprint: string;
@@ -44,7 +48,7 @@ export class Recommendations {
       }
       fingerprint = state.f;
       after = { score: state.s, relationId: state.r };
-      ranking = await this.loadSnapshot(id, fingerprint);
+      ranking = await this.loadSnapshot(id, fingerprint, caller);
     }
     // The ranking keeps every tie at the cutoff; the chain served stops at maxResults.
     const served = Math.min(ranking.length, this.limits.maxResults);
@@ -78,7 +82,7 @@ export class Recommendations {
     // A snapshot only when a next page can be asked for; stored while the page is read.
     const [users] = await Promise.all([
       hydrate(this.store, picked.map(({ position: at }) => ranking.id(at))),
-      firstPage && more ? this.storeSnapshot(id, fingerprint, ranking, served) : undefined,
+      firstPage && more ? this.storeSnapshot(id, fingerprint, ranking, served, caller) : undefined,
     ]);
     const countsOf = new Map(picked.map(({ position: at }) => [ranking.id(at), ranking.counts(at)]));
     const last = picked.at(-1);
@@ -90,22 +94,23 @@ export class Recommendations {
 
   /**
    * Stores the chain `ranking` serves as the snapshot its cursors read, owned by the user so that
-   * erasing them drops it. Within the limits on snapshots, or RateLimitedError: every cursor already
-   * given out stays valid, so a refusal falls on a first page, never on a chain under way.
+   * erasing them drops it, and held by the caller's key. Within the limits on snapshots, or
+   * RateLimitedError: every cursor already given out stays valid, so a refusal falls on a first page,
+   * never on a chain under way.
    */
-  private async storeSnapshot(id: UserId, fingerprint: string, ranking: Ranking, served: number): Promise<void> {
+  private async storeSnapshot(id: UserId, fingerprint: string, ranking: Ranking, served: number, caller: Caller): Promise<void> {
     const chain = await this.chainOf(ranking, served);
-    const { snapshotTtlSeconds, snapshotsPerUser, snapshotLimit } = this.limits;
+    const { snapshotTtlSeconds, snapshotsPerUser, snapshotsPerKey, snapshotLimit } = this.limits;
     try {
-      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, id, {
-        perOwner: snapshotsPerUser,
-        total: snapshotLimit,
+      await this.store.putPagingState(snapshotKey(id, fingerprint), chain.snapshot().toString("base64"), snapshotTtlSeconds, {
+        owner: id,
+        holder: caller.keyId,
+        limits: { perOwner: snapshotsPerUser, perHolder: snapshotsPerKey, total: snapshotLimit },
       });
     } catch (error) {
       if (!(error instanceof PagingStateFullError)) throw error;
-      const whose = error.limit === "perOwner" ? "for this user" : "on this service";
       throw new RateLimitedError(
-        `too many recommendation cursor chains are open ${whose}; retry in ${error.retryAfterSeconds} s (a page that holds the whole answer needs none)`,
+        `too many recommendation cursor chains are open ${REFUSED_FOR[error.limit]}; retry in ${error.retryAfterSeconds} s (a page that holds the whole answer needs none)`,
         error.retryAfterSeconds,
       );
     }
@@ -131,10 +136,14 @@ export class Recommendations {
     return ranking.select([...Array.from({ length: start }, (_, position) => position), ...kept]);
   }
 
-  private async loadSnapshot(id: UserId, fingerprint: string): Promise<Ranking> {
+  private async loadSnapshot(id: UserId, fingerprint: string, caller: Caller): Promise<Ranking> {
     // Read back, a snapshot lives its whole time again: the cursor this page gives out is valid as
-    // long as the first one was, however long the chain has been paged.
-    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint), { ttlSeconds: this.limits.snapshotTtlSeconds, owner: id });
+    // long as the first one was, however long the chain has been paged. So does the key's count of it.
+    const stored = await this.store.getPagingState(snapshotKey(id, fingerprint), {
+      ttlSeconds: this.limits.snapshotTtlSeconds,
+      owner: id,
+      holder: caller.keyId,
+    });
     if (stored !== null) {
       const ranking = Ranking.fromSnapshot(Buffer.from(stored, "base64"));
       if (ranking === null) throw new InvalidCursorError("cursor has expired: start again with an empty cursor");
@@ -224,6 +233,12 @@ function firstScoreAtMost(ranking: Ranking, score: number, end: number): number 
   return low;
 }
 
+/** Whose limit refused a new chain, as its desc says. */
+const REFUSED_FOR: Readonly<Record<PagingStateFullError["limit"], string>> = {
+  perOwner: "for this user",
+  perHolder: "for this ApiKey",
+  total: "on this service",
+};
 
 /** Snapshots are rankings in base64 (Ranking.snapshot); the version keeps a snapshot of an earlier layout from ever being read as one. */
 function snapshotKey(id: UserId, fingerprint: string): string {

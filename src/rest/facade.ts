@@ -8,6 +8,7 @@ import {
   RelationService,
   RelationshipGraphResponseSchema,
 } from "../../gen/relgraph/v1/relation_service_pb.js";
+import type { Caller } from "../domain/caller.js";
 import { InvalidArgumentError, RateLimitedError, type RateLimitState } from "../domain/errors.js";
 import { API_KEY_HEADER, type AdmittingGate } from "../auth/request-gate.js";
 import { toContractJson } from "../transport/contract-json.js";
@@ -26,11 +27,14 @@ type RelationMethods = typeof RelationService.method;
 
 /**
  * What the facade calls: the RelationService implementation (rpc/relation-service.ts), one async
- * method per RPC taking its request message. Typed from the service's descriptor, so that the facade
- * depends on the schema, not on the RPC layer.
+ * method per RPC taking its request message and the Caller its ApiKey was admitted as. Typed from
+ * the service's descriptor, so that the facade depends on the schema, not on the RPC layer.
  */
 export type RelationServiceCalls = {
-  [Name in keyof RelationMethods]: (request: MessageShape<RelationMethods[Name]["input"]>) => Promise<MessageInitShape<RelationMethods[Name]["output"]>>;
+  [Name in keyof RelationMethods]: (
+    request: MessageShape<RelationMethods[Name]["input"]>,
+    caller: Caller,
+  ) => Promise<MessageInitShape<RelationMethods[Name]["output"]>>;
 };
 
 /** One REST route: a path, the codec of its request message, the RPC, and the response schema. */
@@ -38,7 +42,7 @@ export interface Route<Res extends DescMessage> {
   path: string;
   /** The RPC it transcodes onto; web/openapi.ts describes the route from it. */
   method: DescMethod;
-  call: (service: RelationServiceCalls, query: Query) => Promise<MessageInitShape<Res>>;
+  call: (service: RelationServiceCalls, query: Query, caller: Caller) => Promise<MessageInitShape<Res>>;
   response: Res;
 }
 
@@ -46,11 +50,11 @@ const route = <Res extends DescMessage>(r: Route<Res>) => r as unknown as Route<
 
 /** The route table: every REST path of the spec and the RPC it transcodes onto. */
 export const REST_ROUTES: readonly Route<DescMessage>[] = [
-  route({ path: "/api/v1/profile", method: RelationService.method.profile, call: (s, q) => s.profile(decodeProfile(q)), response: ProfileResponseSchema }),
+  route({ path: "/api/v1/profile", method: RelationService.method.profile, call: (s, q, c) => s.profile(decodeProfile(q), c), response: ProfileResponseSchema }),
   route({
     path: "/api/v1/relationshipGraph",
     method: RelationService.method.relationshipGraph,
-    call: (s, q) => s.relationshipGraph(decodeRelationshipGraph(q)),
+    call: (s, q, c) => s.relationshipGraph(decodeRelationshipGraph(q), c),
     response: RelationshipGraphResponseSchema,
   }),
   // The spec spells this path two ways; both are served.
@@ -58,15 +62,15 @@ export const REST_ROUTES: readonly Route<DescMessage>[] = [
     route({
       path,
       method: RelationService.method.multiDimensionalRecommendation,
-      call: (s, q) => s.multiDimensionalRecommendation(decodeRecommendation(q)),
+      call: (s, q, c) => s.multiDimensionalRecommendation(decodeRecommendation(q), c),
       response: MultiDimensionalRecommendationResponseSchema,
     }),
   ),
-  route({ path: "/api/v1/mutualFriend", method: RelationService.method.mutualFriend, call: (s, q) => s.mutualFriend(decodeMutualFriend(q)), response: MutualFriendResponseSchema }),
+  route({ path: "/api/v1/mutualFriend", method: RelationService.method.mutualFriend, call: (s, q, c) => s.mutualFriend(decodeMutualFriend(q), c), response: MutualFriendResponseSchema }),
   route({
     path: "/api/v1/mutualContractInteraction",
     method: RelationService.method.mutualContractInteraction,
-    call: (s, q) => s.mutualContractInteraction(decodeMutualContractInteraction(q)),
+    call: (s, q, c) => s.mutualContractInteraction(decodeMutualContractInteraction(q), c),
     response: MutualContractInteractionResponseSchema,
   }),
 ];
@@ -102,8 +106,9 @@ export interface RestAnswer {
 }
 
 /**
- * Answers one request of `route`: admits its ApiKey, decodes its query, calls the RPC and wraps the
- * result in the spec's envelope; any failure becomes the contract's error envelope. Never rejects.
+ * Answers one request of `route`: admits its ApiKey, decodes its query, calls the RPC for the Caller
+ * the gate admitted, and wraps the result in the spec's envelope; any failure becomes the contract's
+ * error envelope. Never rejects.
  */
 export async function answerRoute(
   route: Route<DescMessage>,
@@ -115,10 +120,10 @@ export async function answerRoute(
 ): Promise<RestAnswer> {
   let headers: Readonly<Record<string, string>> = REST_ANSWER_HEADERS;
   try {
-    const { rateLimit } = await gate.admit(apiKey);
+    const { caller, rateLimit } = await gate.admit(apiKey);
     // A key's budget is told on every answer once it is admitted, refusals of the query included.
     if (rateLimit) headers = { ...REST_ANSWER_HEADERS, ...rateLimitHeaders(rateLimit) };
-    const json = toContractJson(route.response, await route.call(service, query));
+    const json = toContractJson(route.response, await route.call(service, query, caller));
     return { status: 200, headers, body: JSON.stringify({ code: "0", desc: "success", ...json }) };
   } catch (err) {
     return refusal(err, log, headers);

@@ -10,6 +10,7 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Http2ServerRequest } from "node:http2";
 import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
+import type { Caller } from "../domain/caller.js";
 import { InvalidArgumentError } from "../domain/errors.js";
 import { protocolOfContentType, type ObserveCall } from "./call-metrics.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../transport/errors.js";
@@ -36,13 +37,13 @@ export interface RpcAdmissionOptions {
 
 /**
  * Registers an onRequest hook on every RPC path of `services`: refuses a missing, unknown or
- * rate-limited ApiKey, or a declared body over the cap, before the body is read. Returns whether a
- * request was admitted, for connect-fastify's contextValues.
+ * rate-limited ApiKey, or a declared body over the cap, before the body is read. Returns the Caller
+ * a request was admitted as (null: not admitted here), for connect-fastify's contextValues.
  */
-export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes, observe }: RpcAdmissionOptions): (request: FastifyRequest) => boolean {
+export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestBytes, observe }: RpcAdmissionOptions): (request: FastifyRequest) => Caller | null {
   const prefixes = services.map((service) => `/${service.typeName}/`);
   const methods = new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
-  const admitted = new WeakSet<object>();
+  const admitted = new WeakMap<object, Caller>();
   const refuse = (request: FastifyRequest, reply: FastifyReply, error: ConnectError): FastifyReply => {
     const path = request.url.split("?")[0]!;
     // An unknown method is counted under its route's pattern: a client cannot mint label values.
@@ -52,12 +53,12 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
   };
   const admit = async (request: FastifyRequest, reply: FastifyReply) => {
     try {
-      await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
+      const { caller } = await gate.admit(headerValue(request.headers[API_KEY_HEADER]));
       const path = request.url.split("?")[0]!;
       if (!methods.has(path)) return refuse(request, reply, noSuchMethod(request));
       const length = headerValue(request.headers["content-length"]);
       if (length !== undefined && Number(length) > maxRequestBytes) throw tooLarge(maxRequestBytes);
-      admitted.add(request.raw);
+      admitted.set(request.raw, caller);
     } catch (err) {
       return refuse(request, reply, toConnectError(err, request.log));
     }
@@ -72,7 +73,7 @@ export function rpcAdmission(app: FastifyInstance, { services, gate, maxRequestB
   // Unknown methods reach the hook above through this route (Fastify's own 404 runs no hooks of
   // this context).
   for (const prefix of prefixes) app.all(`${prefix}*`, async (request, reply) => refuse(request, reply, noSuchMethod(request)));
-  return (request) => admitted.has(request.raw);
+  return (request) => admitted.get(request.raw) ?? null;
 }
 
 /**

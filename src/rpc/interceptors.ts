@@ -2,16 +2,23 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { API_KEY_HEADER, type RequestGate } from "../auth/request-gate.js";
+import type { Caller } from "../domain/caller.js";
 import { DeadlineExceeded, withDeadline } from "../transport/deadline.js";
 import { toConnectError, type ErrorLogger } from "../transport/errors.js";
 
-/** Set on calls that were admitted before their body was read (admission.ts), so they are not counted twice. */
-export const ADMITTED = createContextKey(false, { description: "relgraph: ApiKey already admitted" });
+/**
+ * The Caller a call was admitted as: set before its body was read (admission.ts), so that it is not
+ * counted twice, or by the ApiKey interceptor; null until then. connectServiceImpl hands it to the service.
+ */
+export const ADMITTED_CALLER = createContextKey<Caller | null>(null, { description: "relgraph: the Caller the ApiKey was admitted as" });
 
 /** Requires the `apikey` metadata on every call it wraps that was not admitted already. */
 export function createApiKeyInterceptor(gate: RequestGate): Interceptor {
   return (next) => async (req) => {
-    if (!req.contextValues.get(ADMITTED)) await gate.admit(req.header.get(API_KEY_HEADER) ?? undefined);
+    if (req.contextValues.get(ADMITTED_CALLER) === null) {
+      const { caller } = await gate.admit(req.header.get(API_KEY_HEADER) ?? undefined);
+      req.contextValues.set(ADMITTED_CALLER, caller);
+    }
     return next(req);
   };
 }

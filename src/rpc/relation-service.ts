@@ -19,6 +19,7 @@ import {
 } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { PROFILE_STATEMENT, RELATIONSHIP_GRAPH_STATEMENT, type SiweVerifier } from "../auth/siwe.js";
 import type { AnswerAuthorization, ResultEncryptor } from "../crypto/encryptor.js";
+import type { Caller } from "../domain/caller.js";
 import { InvalidArgumentError, NotOwnerError } from "../domain/errors.js";
 import type { UserRecord } from "../domain/model.js";
 import type { DescribedUser } from "../graph/paging.js";
@@ -35,7 +36,9 @@ export interface RelationServiceDeps {
 
 /**
  * Creates the RelationService implementation. It only maps messages to graph queries and back;
- * validation lives in params.ts, authorization in the Authorizer, encryption in the Encryptor.
+ * validation lives in params.ts, authorization in the Authorizer, encryption in the Encryptor. Each
+ * method takes the request message and the Caller its ApiKey was admitted as (request-gate.ts);
+ * connect-es calls it through connectServiceImpl.
  */
 export function createRelationService({ queries, authorizer, encryptor }: RelationServiceDeps) {
   /**
@@ -74,13 +77,15 @@ export function createRelationService({ queries, authorizer, encryptor }: Relati
       return { data: await encryptJson(authorization, relationshipGraphText(result.items)), cursor: result.cursor };
     },
 
+    /** The chain's snapshot is held for `caller`'s ApiKey, within its share of the pool. */
     async multiDimensionalRecommendation(
       req: MultiDimensionalRecommendationRequest,
+      caller: Caller,
     ): Promise<MessageInitShape<typeof MultiDimensionalRecommendationResponseSchema>> {
       const identity = singleIdentity(req);
       const page = pageRequest(req);
       const [id] = await queries.resolveUsers([identity]);
-      const result = await queries.recommendations(id!, page);
+      const result = await queries.recommendations(id!, page, caller);
       return {
         data: result.items.map(({ user, description }) => userInfo(user, description)),
         cursor: result.cursor,

@@ -177,11 +177,12 @@ export interface ApiKeyStore {
 /** Short-lived server-side paging state, shared by every server instance on the same store. */
 export interface PagingStateStore {
   /**
-   * Stores one paging state; erasing `owner` (a user) drops it with them. With `limits`, a state
-   * that would be one too many (for its owner, or in the whole store) is not stored:
-   * PagingStateFullError. Storing a key again only renews it, and never counts twice.
+   * Stores one paging state for `claim`. Erasing its owner (a user) drops it with them. With
+   * limits, a state that would be one too many (for its owner, for its holder, or in the whole store)
+   * is not stored: PagingStateFullError. Storing a key again only renews it, and never counts twice
+   * toward the same limit.
    */
-  putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits): Promise<void>;
+  putPagingState(key: string, value: string, ttlSeconds: number, claim?: PagingStateClaim): Promise<void>;
   /**
    * The value, or null when it never existed or has expired. With `renew`, a state found lives
    * `ttlSeconds` from now, as long as a state just put (what it counts toward its limits included).
@@ -189,10 +190,25 @@ export interface PagingStateStore {
   getPagingState(key: string, renew?: PagingStateRenewal): Promise<string | null>;
 }
 
-/** How getPagingState renews the state it finds: its time, and its owner (as put). */
+/** Whom putPagingState stores a state for, and the limits it is counted against. */
+export interface PagingStateClaim {
+  /** The user whose erasure drops the state. */
+  owner?: UserId;
+  /**
+   * Who holds it open (an ApiKey, by its public id): with limits, it counts toward this holder's
+   * share (limits.perHolder) until it expires, whoever stored it first. Put again by a holder that
+   * does not hold it yet, a live state counts toward that holder's share too.
+   */
+  holder?: string;
+  limits?: PagingStateLimits;
+}
+
+/** How getPagingState renews the state it finds: its time, and its owner and holder (as put). */
 export interface PagingStateRenewal {
   ttlSeconds: number;
   owner?: UserId;
+  /** Renews the holder's count of the state only if the holder still has it counted: a read never adds to a share. */
+  holder?: string;
 }
 
 /** What the server instances on one store share besides the graph: secrets and counters. */
@@ -217,16 +233,18 @@ export type CacheStats = Record<string, { hits: number; misses: number; entries:
 export interface PagingStateLimits {
   /** Live states one owner may hold. */
   perOwner: number;
+  /** Live states one holder may have counted at once (with a claim's holder). */
+  perHolder: number;
   /** Live states in the whole store. */
   total: number;
 }
 
-/** Thrown by putPagingState when a limit is reached; nothing was stored. */
+/** Thrown by putPagingState when a limit is reached: no new state was stored, and no state live before is gone. */
 export class PagingStateFullError extends Error {
   override name = "PagingStateFullError";
   constructor(
-    /** Which limit: the owner's, or the whole store's. */
-    readonly limit: "perOwner" | "total",
+    /** Which limit: the owner's, the holder's, or the whole store's. */
+    readonly limit: "perOwner" | "perHolder" | "total",
     /** Whole seconds until a live state expires and makes room (at least 1). */
     readonly retryAfterSeconds: number,
   ) {

@@ -30,3 +30,19 @@ describe("ENCRYPTION_WORKERS", () => {
     for (const bad of ["-1", "1.5", "many", "65"]) expect(() => loadConfig({ ENCRYPTION_WORKERS: bad })).toThrow(/ENCRYPTION_WORKERS/);
   });
 });
+
+describe("RECOMMEND_SNAPSHOTS_PER_KEY", () => {
+  it("defaults to a tenth of RECOMMEND_SNAPSHOT_LIMIT, and refuses a share larger than the pool or none", () => {
+    const defaults = loadConfig({});
+    expect(defaults.recommendSnapshotsPerKey).toBe(Math.floor(defaults.recommendSnapshotLimit / 10));
+    expect(loadConfig({ RECOMMEND_SNAPSHOT_LIMIT: "200" }).recommendSnapshotsPerKey).toBe(20);
+    expect(loadConfig({ RECOMMEND_SNAPSHOT_LIMIT: "5" }).recommendSnapshotsPerKey).toBe(1);
+    expect(loadConfig({ RECOMMEND_SNAPSHOTS_PER_KEY: "7" }).recommendSnapshotsPerKey).toBe(7);
+    expect(loadConfig({ RECOMMEND_SNAPSHOTS_PER_KEY: "200", RECOMMEND_SNAPSHOT_LIMIT: "200" }).recommendSnapshotsPerKey).toBe(200);
+    expect(() => loadConfig({ RECOMMEND_SNAPSHOTS_PER_KEY: "201", RECOMMEND_SNAPSHOT_LIMIT: "200" })).toThrow(
+      /RECOMMEND_SNAPSHOTS_PER_KEY \(201\) exceeds RECOMMEND_SNAPSHOT_LIMIT \(200\)/,
+    );
+    expect(() => loadConfig({ RECOMMEND_SNAPSHOTS_PER_KEY: "0" })).toThrow(ConfigError);
+    expect(() => loadConfig({ RECOMMEND_SNAPSHOTS_PER_KEY: "many" })).toThrow(/RECOMMEND_SNAPSHOTS_PER_KEY: expected an integer/);
+  });
+});

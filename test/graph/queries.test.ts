@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Caller } from "../../src/domain/caller.js";
 import { createCursorCodec } from "../../src/domain/cursor.js";
 import { InvalidCursorError, UserNotFoundError } from "../../src/domain/errors.js";
 import { GraphQueries } from "../../src/graph/queries.js";
@@ -9,6 +10,9 @@ import { describeCandidate, occurrenceWeight, SIGNALS } from "../../src/domain/r
 import { createPrng } from "../../src/synthetic/prng.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
+
+/** The ApiKey every query here is asked under. */
+const CALLER: Caller = { keyId: "test-key" };
 
 /** A deterministic address per user name; contracts are named by hex. */
 const addressOf = (name: string) => `0x${Buffer.from(name).toString("hex").padStart(40, "0").slice(-40)}`;
@@ -41,7 +45,7 @@ async function queriesOver(records: IngestRecord[], limits: Partial<Recommendati
     const lines: string[] = [];
     let cursor = "";
     do {
-      const page = await queries.recommendations(id, { limit, cursor });
+      const page = await queries.recommendations(id, { limit, cursor }, CALLER);
       lines.push(...page.items.map((item) => `${item.user.relationId}: ${item.description}`));
       cursor = page.cursor;
     } while (cursor !== "");
@@ -238,7 +242,7 @@ describe("recommendation hydration", () => {
     });
     const { queries, idOf } = await queriesOver(records, {}, forgetting);
     vanished = await idOf("b");
-    const page = await queries.recommendations(await idOf("a"), { limit: 10, cursor: "" });
+    const page = await queries.recommendations(await idOf("a"), { limit: 10, cursor: "" }, CALLER);
     expect(page.items.map((item) => `${item.user.relationId}: ${item.description}`)).toEqual(["c: 1 mutual friend"]);
   });
 });
@@ -264,12 +268,12 @@ describe("recommendation reads", () => {
     const { queries, idOf } = await queriesOver(graph({ users: ["a", ...fs, ...cs], friends }), {}, counting);
     const a = await idOf("a");
     reads = 0;
-    const whole = await queries.recommendations(a, { limit: 10, cursor: "" });
+    const whole = await queries.recommendations(a, { limit: 10, cursor: "" }, CALLER);
     expect(whole.items.map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
     expect(reads).toBe(1);
     reads = 0;
-    const first = await queries.recommendations(a, { limit: 3, cursor: "" });
-    const rest = await queries.recommendations(a, { limit: 3, cursor: first.cursor });
+    const first = await queries.recommendations(a, { limit: 3, cursor: "" }, CALLER);
+    const rest = await queries.recommendations(a, { limit: 3, cursor: first.cursor }, CALLER);
     expect([...first.items, ...rest.items].map((item) => item.user.relationId)).toEqual(["c6", "c5", "c4", "c3", "c2", "c1"]);
     expect(reads).toBe(2);
   });
@@ -282,14 +286,14 @@ describe("recommendation snapshots", () => {
   it("serves the rest of a chain from its snapshot even when the graph changes meanwhile", async () => {
     const { queries, idOf, store } = await queriesOver(base);
     const a = await idOf("a");
-    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" }, CALLER);
     expect(first.items.map((i) => i.user.relationId)).toEqual(["b"]);
     // n becomes a's friend and b's: b now has 2 mutual friends, and n leaves the candidates.
     await ingestRecords(store, newcomer);
-    const rest = await queries.recommendations(a, { limit: 10, cursor: first.cursor });
+    const rest = await queries.recommendations(a, { limit: 10, cursor: first.cursor }, CALLER);
     expect(rest.items.map((i) => `${i.user.relationId}: ${i.description}`)).toEqual(["c: 1 mutual friend", "d: 1 mutual friend"]);
     expect(rest.cursor).toBe("");
-    const fresh = await queries.recommendations(a, { limit: 10, cursor: "" });
+    const fresh = await queries.recommendations(a, { limit: 10, cursor: "" }, CALLER);
     expect(fresh.items.map((i) => `${i.user.relationId}: ${i.description}`)).toEqual(["b: 2 mutual friends", "c: 1 mutual friend", "d: 1 mutual friend"]);
   });
 
@@ -301,11 +305,11 @@ describe("recommendation snapshots", () => {
     });
     const { queries, idOf } = await queriesOver(base, {}, forgetful);
     const a = await idOf("a");
-    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
-    const second = await queries.recommendations(a, { limit: 1, cursor: first.cursor });
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" }, CALLER);
+    const second = await queries.recommendations(a, { limit: 1, cursor: first.cursor }, CALLER);
     expect(second.items.map((i) => i.user.relationId)).toEqual(["c"]);
     await ingestRecords(store, newcomer);
-    await expect(queries.recommendations(a, { limit: 1, cursor: second.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(queries.recommendations(a, { limit: 1, cursor: second.cursor }, CALLER)).rejects.toBeInstanceOf(InvalidCursorError);
   });
 
   it("refuses a cursor whose stored snapshot is damaged, asking to start again", async () => {
@@ -317,16 +321,16 @@ describe("recommendation snapshots", () => {
     });
     const { queries, idOf } = await queriesOver(base, {}, damaged);
     const a = await idOf("a");
-    const first = await queries.recommendations(a, { limit: 1, cursor: "" });
-    const next = queries.recommendations(a, { limit: 1, cursor: first.cursor });
+    const first = await queries.recommendations(a, { limit: 1, cursor: "" }, CALLER);
+    const next = queries.recommendations(a, { limit: 1, cursor: first.cursor }, CALLER);
     await expect(next).rejects.toBeInstanceOf(InvalidCursorError);
     await expect(next).rejects.toThrow(/start again with an empty cursor/);
   });
 
   it("binds a recommendation cursor to its user", async () => {
     const { queries, idOf } = await queriesOver(base);
-    const first = await queries.recommendations(await idOf("a"), { limit: 1, cursor: "" });
-    await expect(queries.recommendations(await idOf("b"), { limit: 1, cursor: first.cursor })).rejects.toBeInstanceOf(InvalidCursorError);
+    const first = await queries.recommendations(await idOf("a"), { limit: 1, cursor: "" }, CALLER);
+    await expect(queries.recommendations(await idOf("b"), { limit: 1, cursor: first.cursor }, CALLER)).rejects.toBeInstanceOf(InvalidCursorError);
   });
 });
 

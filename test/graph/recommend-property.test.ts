@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import type { Caller } from "../../src/domain/caller.js";
 import { describe, expect, it } from "vitest";
 import { createCursorCodec } from "../../src/domain/cursor.js";
 import { describeCandidate, occurrenceWeight, SIGNALS, type Signal } from "../../src/domain/recommend.js";
@@ -7,6 +8,9 @@ import { DEFAULT_RECOMMENDATION_LIMITS, type RecommendationLimits } from "../../
 import type { IngestRecord } from "../../src/ingest/format.js";
 import { ingestRecords } from "../../src/ingest/ingest.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
+
+/** The ApiKey every query here is asked under. */
+const CALLER: Caller = { keyId: "test-key" };
 
 /**
  * Every page of every user's recommendations, on random graphs under random bounds, against a plain
@@ -180,7 +184,7 @@ describe("recommendations against a plain reference (property)", () => {
             const pages: string[][] = [];
             let cursor = "";
             do {
-              const page = await queries.recommendations(idOf.get(name)!, { limit, cursor });
+              const page = await queries.recommendations(idOf.get(name)!, { limit, cursor }, CALLER);
               pages.push(page.items.map((item) => `${item.user.relationId}: ${item.description}`));
               cursor = page.cursor;
             } while (cursor !== "" && pages.length <= 100);

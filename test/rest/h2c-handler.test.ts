@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { MessageShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MutualFriendRequestSchema } from "../../gen/relgraph/v1/relation_service_pb.js";
+import type { Caller } from "../../src/domain/caller.js";
 import { MissingApiKeyError, RateLimitedError } from "../../src/domain/errors.js";
 import { createRestH2cHandler } from "../../src/rest/h2c-handler.js";
 import type { RelationServiceCalls } from "../../src/rest/facade.js";
@@ -21,12 +22,14 @@ describe("REST over h2c off the stream (rest/h2c-handler.ts)", () => {
   let server: ReturnType<typeof createOnePortServer>;
   let url: string;
   const requests: MessageShape<typeof MutualFriendRequestSchema>[] = [];
+  const callers: Caller[] = [];
   const observed: string[][] = [];
 
   beforeAll(async () => {
     const service = {
-      mutualFriend: async (request: MessageShape<typeof MutualFriendRequestSchema>) => {
+      mutualFriend: async (request: MessageShape<typeof MutualFriendRequestSchema>, caller: Caller) => {
         requests.push(request);
+        callers.push(caller);
         return { data: [], cursor: "" };
       },
     } as unknown as RelationServiceCalls;
@@ -34,7 +37,7 @@ describe("REST over h2c off the stream (rest/h2c-handler.ts)", () => {
       admit: async (apiKey: string | undefined) => {
         if (!apiKey) throw new MissingApiKeyError("missing ApiKey");
         if (apiKey === "spent") throw new RateLimitedError("rate limited", 7, { ...STATE, remaining: 0 });
-        return { rateLimit: STATE };
+        return { caller: { keyId: `id-of-${apiKey}` }, rateLimit: STATE };
       },
     };
     const log = { error: () => {}, warn: () => {}, info: () => {} };
@@ -81,6 +84,8 @@ describe("REST over h2c off the stream (rest/h2c-handler.ts)", () => {
     expect([answer.headers["ratelimit-limit"], answer.headers["ratelimit-remaining"], answer.headers["ratelimit-reset"]]).toEqual(["10", "9", "5"]);
     expect(JSON.parse(answer.body)).toEqual({ code: "0", desc: "success", data: [], cursor: "" });
     expect(requests.at(-1)).toMatchObject({ address: ["0xa", "0xb"], limit: 3 });
+    // The service is called for the Caller the gate admitted.
+    expect(callers.at(-1)).toEqual({ keyId: "id-of-k" });
     expect(observed.at(-1)).toEqual(["/api/v1/mutualFriend", "rest", "200"]);
   });
 

@@ -596,8 +596,8 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
 
       it("erases a user: record, identities, edges, releases naming them, assets and their addresses' records, owned paging state", async () => {
         const id = await loadFixture();
-        await store.putPagingState("snapshot-of-u1", "ranking", 600, id.u1 as UserId);
-        await store.putPagingState("snapshot-of-u2", "ranking", 600, id.u2 as UserId);
+        await store.putPagingState("snapshot-of-u1", "ranking", 600, { owner: id.u1 as UserId });
+        await store.putPagingState("snapshot-of-u2", "ranking", 600, { owner: id.u2 as UserId });
         await store.write(batch({ erasures: ["u1"] }));
         const u1 = id.u1 as UserId;
         expect(await store.resolveRelationIds(["u1"])).toEqual([null]);
@@ -692,8 +692,8 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
 
     describe("paging state renewal", () => {
       it("gives a state read with renew its whole time again, and its owner's index with it", async () => {
-        await store.putPagingState("renewed", "kept", 2, 71 as UserId);
-        await store.putPagingState("not-renewed", "gone", 2, 71 as UserId);
+        await store.putPagingState("renewed", "kept", 2, { owner: 71 as UserId });
+        await store.putPagingState("not-renewed", "gone", 2, { owner: 71 as UserId });
         await new Promise((resolve) => setTimeout(resolve, 1200));
         expect(await store.getPagingState("renewed", { ttlSeconds: 3, owner: 71 as UserId })).toBe("kept");
         expect(await store.getPagingState("missing", { ttlSeconds: 3 })).toBeNull();
@@ -704,14 +704,14 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
     });
 
     describe("paging state limits", () => {
-      const limits = { perOwner: 2, total: 3 };
-      const full = (limit: "perOwner" | "total") => expect.objectContaining({ name: "PagingStateFullError", limit });
+      const limits = { perOwner: 2, perHolder: 1_000, total: 3 };
+      const full = (limit: PagingStateFullError["limit"]) => expect.objectContaining({ name: "PagingStateFullError", limit });
 
       it("refuses one state too many for an owner, storing nothing, and counts a key put again once", async () => {
-        await store.putPagingState("own-1", "one", 600, 41 as UserId, limits);
-        await store.putPagingState("own-2", "two", 600, 41 as UserId, limits);
-        await store.putPagingState("own-2", "two again", 600, 41 as UserId, limits);
-        const refused = store.putPagingState("own-3", "three", 600, 41 as UserId, limits);
+        await store.putPagingState("own-1", "one", 600, { owner: 41 as UserId, limits });
+        await store.putPagingState("own-2", "two", 600, { owner: 41 as UserId, limits });
+        await store.putPagingState("own-2", "two again", 600, { owner: 41 as UserId, limits });
+        const refused = store.putPagingState("own-3", "three", 600, { owner: 41 as UserId, limits });
         await expect(refused).rejects.toEqual(full("perOwner"));
         await expect(refused).rejects.toBeInstanceOf(PagingStateFullError);
         const retryAfter = await refused.catch((error: PagingStateFullError) => error.retryAfterSeconds);
@@ -720,29 +720,92 @@ export function defineStoreAcceptance(options: StoreAcceptanceOptions): void {
         expect(await store.getPagingState("own-3")).toBeNull();
         expect(await store.getPagingState("own-2")).toBe("two again");
         // Another owner has room of their own; without limits nothing is counted or refused.
-        await store.putPagingState("other-1", "x", 600, 42 as UserId, limits);
-        await store.putPagingState("own-4", "four", 600, 41 as UserId);
+        await store.putPagingState("other-1", "x", 600, { owner: 42 as UserId, limits });
+        await store.putPagingState("own-4", "four", 600, { owner: 41 as UserId });
         expect(await store.getPagingState("own-4")).toBe("four");
       });
 
       it("refuses one state too many in the whole store, and makes room as states expire", async () => {
-        await store.putPagingState("all-1", "one", 1, 51 as UserId, limits);
-        await store.putPagingState("all-2", "two", 600, 52 as UserId, limits);
-        await store.putPagingState("all-3", "three", 600, 53 as UserId, limits);
-        await expect(store.putPagingState("all-4", "four", 600, 54 as UserId, limits)).rejects.toEqual(full("total"));
+        await store.putPagingState("all-1", "one", 1, { owner: 51 as UserId, limits });
+        await store.putPagingState("all-2", "two", 600, { owner: 52 as UserId, limits });
+        await store.putPagingState("all-3", "three", 600, { owner: 53 as UserId, limits });
+        await expect(store.putPagingState("all-4", "four", 600, { owner: 54 as UserId, limits })).rejects.toEqual(full("total"));
         expect(await store.getPagingState("all-4")).toBeNull();
         await new Promise((resolve) => setTimeout(resolve, 2100));
-        await store.putPagingState("all-4", "four", 600, 54 as UserId, limits);
+        await store.putPagingState("all-4", "four", 600, { owner: 54 as UserId, limits });
         expect(await store.getPagingState("all-4")).toBe("four");
       });
 
       it("makes room for an owner as their states expire", async () => {
-        await store.putPagingState("short-1", "one", 1, 61 as UserId, limits);
-        await store.putPagingState("short-2", "two", 600, 61 as UserId, limits);
-        await expect(store.putPagingState("short-3", "three", 600, 61 as UserId, limits)).rejects.toEqual(full("perOwner"));
+        await store.putPagingState("short-1", "one", 1, { owner: 61 as UserId, limits });
+        await store.putPagingState("short-2", "two", 600, { owner: 61 as UserId, limits });
+        await expect(store.putPagingState("short-3", "three", 600, { owner: 61 as UserId, limits })).rejects.toEqual(full("perOwner"));
         await new Promise((resolve) => setTimeout(resolve, 2100));
-        await store.putPagingState("short-3", "three", 600, 61 as UserId, limits);
+        await store.putPagingState("short-3", "three", 600, { owner: 61 as UserId, limits });
         expect(await store.getPagingState("short-3")).toBe("three");
+      });
+    });
+
+    describe("paging state shares per holder", () => {
+      const limits = { perOwner: 1_000, perHolder: 2, total: 1_000 };
+      const full = (limit: PagingStateFullError["limit"]) => expect.objectContaining({ name: "PagingStateFullError", limit });
+      const claim = (owner: number, holder: string, shareLimits = limits) => ({ owner: owner as UserId, holder, limits: shareLimits });
+
+      it("refuses a holder one state past its share, storing nothing, while another holder's new states are stored", async () => {
+        await store.putPagingState("a-1", "one", 600, claim(81, "key-a"));
+        await store.putPagingState("a-2", "two", 600, claim(82, "key-a"));
+        // A state the holder has counted already counts once, however often it is put.
+        await store.putPagingState("a-2", "two again", 600, claim(82, "key-a"));
+        const refused = store.putPagingState("a-3", "three", 600, claim(83, "key-a"));
+        await expect(refused).rejects.toEqual(full("perHolder"));
+        await expect(refused).rejects.toBeInstanceOf(PagingStateFullError);
+        const retryAfter = await refused.catch((error: PagingStateFullError) => error.retryAfterSeconds);
+        expect(retryAfter).toBeGreaterThanOrEqual(1);
+        expect(retryAfter).toBeLessThanOrEqual(600);
+        expect(await store.getPagingState("a-3")).toBeNull();
+        // Another holder has a share of its own while key-a's is full, and no more than it.
+        await store.putPagingState("b-1", "one", 600, claim(84, "key-b"));
+        await store.putPagingState("b-2", "two", 600, claim(85, "key-b"));
+        await expect(store.putPagingState("b-3", "three", 600, claim(86, "key-b"))).rejects.toEqual(full("perHolder"));
+        expect([await store.getPagingState("b-1"), await store.getPagingState("b-2"), await store.getPagingState("b-3")]).toEqual(["one", "two", null]);
+        // key-a's states are as they were.
+        expect([await store.getPagingState("a-1"), await store.getPagingState("a-2")]).toEqual(["one", "two again"]);
+        // Without a holder, or without limits, nothing counts toward a share.
+        await store.putPagingState("a-4", "four", 600, { owner: 87 as UserId, limits });
+        await store.putPagingState("a-5", "five", 600, { owner: 88 as UserId, holder: "key-a" });
+        expect([await store.getPagingState("a-4"), await store.getPagingState("a-5")]).toEqual(["four", "five"]);
+      });
+
+      it("never deletes a live state of another holder's when a full holder puts it, and counts a shared state toward every holder that puts it", async () => {
+        await store.putPagingState("shared", "kept", 600, claim(91, "key-c"));
+        await store.putPagingState("d-1", "one", 600, claim(92, "key-d"));
+        await store.putPagingState("d-2", "two", 600, claim(93, "key-d"));
+        await expect(store.putPagingState("shared", "kept", 600, claim(91, "key-d"))).rejects.toEqual(full("perHolder"));
+        expect(await store.getPagingState("shared")).toBe("kept");
+        // key-e puts the state key-c stored first: it now counts toward both.
+        await store.putPagingState("shared", "kept", 600, claim(91, "key-e"));
+        await store.putPagingState("e-2", "two", 600, claim(94, "key-e"));
+        await expect(store.putPagingState("e-3", "three", 600, claim(95, "key-e"))).rejects.toEqual(full("perHolder"));
+        await store.putPagingState("c-2", "two", 600, claim(96, "key-c"));
+        await expect(store.putPagingState("c-3", "three", 600, claim(97, "key-c"))).rejects.toEqual(full("perHolder"));
+        expect([await store.getPagingState("shared"), await store.getPagingState("d-1"), await store.getPagingState("e-2")]).toEqual(["kept", "one", "two"]);
+      });
+
+      it("makes room in a holder's share as its states expire, and keeps a state counted while a read renews it", async () => {
+        const one = { ...limits, perHolder: 1 };
+        await store.putPagingState("short", "one", 1, claim(101, "key-f", one));
+        await expect(store.putPagingState("next", "two", 600, claim(102, "key-f", one))).rejects.toEqual(full("perHolder"));
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        await store.putPagingState("next", "two", 600, claim(102, "key-f", one));
+        expect(await store.getPagingState("next")).toBe("two");
+
+        await store.putPagingState("renewed", "kept", 2, claim(103, "key-g", one));
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        expect(await store.getPagingState("renewed", { ttlSeconds: 3, owner: 103 as UserId, holder: "key-g" })).toBe("kept");
+        await new Promise((resolve) => setTimeout(resolve, 1300));
+        // Past the time it was put for, the renewed state still fills key-g's share.
+        expect(await store.getPagingState("renewed")).toBe("kept");
+        await expect(store.putPagingState("other", "x", 600, claim(104, "key-g", one))).rejects.toEqual(full("perHolder"));
       });
     });
 

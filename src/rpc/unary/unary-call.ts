@@ -3,6 +3,7 @@ import type { Readable } from "node:stream";
 import type { DescMethod, DescService, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RequestGate } from "../../auth/request-gate.js";
+import type { Caller } from "../../domain/caller.js";
 import { tooLarge, toConnectError, type ErrorLogger } from "../../transport/errors.js";
 import { unreadable } from "../../transport/malformed-request.js";
 import { DeadlineExceeded, withDeadline } from "../../transport/deadline.js";
@@ -21,7 +22,7 @@ import { DeadlineExceeded, withDeadline } from "../../transport/deadline.js";
 /** Options of createUnaryCaller. */
 export interface UnaryCallerOptions {
   service: DescService;
-  /** The same implementation connect-es serves: one async method per RPC, by its local name. */
+  /** The same implementation connect-es serves: one async method per RPC, by its local name, taking the request and its Caller. */
   impl: object;
   gate: RequestGate;
   log: ErrorLogger & { info(obj: object, msg?: string): void; child?(bindings: object): ErrorLogger };
@@ -69,17 +70,17 @@ export function createUnaryCaller({ service, impl, gate, log, maxRequestBytes, o
   for (const method of service.methods) {
     if (method.methodKind === "unary") methods.set(`/${service.typeName}/${method.name}`, method);
   }
-  const implementation = impl as Record<string, (request: unknown) => Promise<MessageInitShape<DescMethod["output"]>>>;
+  const implementation = impl as Record<string, (request: unknown, caller: Caller) => Promise<MessageInitShape<DescMethod["output"]>>>;
 
   async function run<T>({ method, apiKey, contentLength, timeout, timeoutHeader, readRequest }: UnaryInvocation, encode: (reply: MessageInitShape<DescMethod["output"]>) => T) {
     // The key is checked before the body is read, so a caller without one cannot make relgraph read
     // anything; and before anything else, as rpc/admission.ts checks it for connect-es: a caller
     // without one is told so, whatever else is wrong with the request.
-    await gate.admit(apiKey);
+    const { caller } = await gate.admit(apiKey);
     if (timeout.error) throw unreadable.malformedTimeout(timeoutHeader);
     if (contentLength !== undefined && Number(contentLength) > maxRequestBytes) throw tooLarge(maxRequestBytes);
     const request = await readRequest();
-    return encode(await implementation[method.localName]!(request));
+    return encode(await implementation[method.localName]!(request, caller));
   }
 
   return {

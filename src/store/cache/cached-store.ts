@@ -264,7 +264,7 @@ export function createCachedStore(
     apiKeyByHash: (hash) => engine.apiKeyByHash(hash),
     listApiKeys: () => engine.listApiKeys(),
     revokeApiKey: (id, at) => engine.revokeApiKey(id, at),
-    putPagingState: (key, value, ttlSeconds, owner, limits) => engine.putPagingState(key, value, ttlSeconds, owner, limits),
+    putPagingState: (key, value, ttlSeconds, claim) => engine.putPagingState(key, value, ttlSeconds, claim),
     getPagingState: (key, renew) => engine.getPagingState(key, renew),
     sharedSecret: (name) => engine.sharedSecret(name),
     cacheStats(): CacheStats {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { AssetKind, Identity, IdentityKind, Release, UserId, UserRecord, UserSetKind } from "../../domain/model.js";
-import { PagingStateFullError, type ApiKeyRecord, type ChangedPart, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type UserInput, type WriteOptions } from "../store.js";
+import { PagingStateFullError, type ApiKeyRecord, type ChangedPart, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateClaim, type PagingStateRenewal, type UserInput, type WriteOptions } from "../store.js";
 import { identitiesOf, recordCount, referencedRelationIds, staleIdentities, UnknownRelationIdError } from "../batch.js";
 
 /**
@@ -33,6 +33,8 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
   const pagingState = new Map<string, { value: string; expiresAt: number }>();
   /** Paging state keys by the user whose erasure drops them. */
   const pagingStateOf = new Map<UserId, Set<string>>();
+  /** Paging state keys each holder has counted toward its share (PagingStateClaim.holder), with when each count ends. */
+  const pagingStateHeld = new Map<string, Map<string, number>>();
   const listeners = new Set<(parts: readonly ChangedPart[]) => void>();
   let writerTurn: Promise<void> = Promise.resolve();
   /** State writers keep beside the graph (WriteOptions.keep): space → field → value. */
@@ -362,43 +364,69 @@ export function createMemoryStore(): GraphStore & ChangeNotifier {
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits) {
+    async putPagingState(key: string, value: string, ttlSeconds: number, { owner, holder, limits }: PagingStateClaim = {}) {
       const now = Date.now();
+      const expiresAt = now + ttlSeconds * 1000;
       /** Whether the state is live; an expired one is dropped on the way. */
       const live = (state: string) => {
         const entry = pagingState.get(state);
         if (entry && entry.expiresAt <= now) pagingState.delete(state);
         return entry !== undefined && entry.expiresAt > now;
       };
-      const retryAfter = (states: Iterable<string>) => {
+      const retryAfter = (expiries: Iterable<number>) => {
         let soonest = Number.POSITIVE_INFINITY;
-        for (const state of states) soonest = Math.min(soonest, pagingState.get(state)?.expiresAt ?? soonest);
+        for (const until of expiries) soonest = Math.min(soonest, until);
         return Math.max(1, Math.ceil((soonest - now) / 1000));
+      };
+      const expiriesOf = function* (states: Iterable<string>) {
+        for (const state of states) {
+          const entry = pagingState.get(state);
+          if (entry) yield entry.expiresAt;
+        }
       };
       let keys = owner === undefined ? undefined : pagingStateOf.get(owner);
       // Forgotten keys of expired states are dropped here, so the index stays as small as the states.
       if (keys) for (const old of keys) if (!live(old)) keys.delete(old);
-      if (limits && !live(key)) {
-        if (keys && keys.size >= limits.perOwner) throw new PagingStateFullError("perOwner", retryAfter(keys));
-        if (pagingState.size >= limits.total) {
-          for (const state of [...pagingState.keys()]) live(state);
-          if (pagingState.size >= limits.total) throw new PagingStateFullError("total", retryAfter(pagingState.keys()));
+      let held = holder === undefined || !limits ? undefined : pagingStateHeld.get(holder);
+      if (limits) {
+        // Every check comes before anything is stored: a refusal leaves the store as it was.
+        if (!live(key)) {
+          if (keys && keys.size >= limits.perOwner) throw new PagingStateFullError("perOwner", retryAfter(expiriesOf(keys)));
+          if (pagingState.size >= limits.total) {
+            for (const state of [...pagingState.keys()]) live(state);
+            if (pagingState.size >= limits.total) throw new PagingStateFullError("total", retryAfter(expiriesOf(pagingState.keys())));
+          }
+        }
+        // A live state stored for another holder still counts toward this one's share once this one holds it.
+        if (held && !held.has(key) && held.size >= limits.perHolder) {
+          // A holder's count of a state ends with its own time, or with the state (erased with its owner).
+          for (const [state, until] of held) if (until <= now || !live(state)) held.delete(state);
+          if (held.size >= limits.perHolder) throw new PagingStateFullError("perHolder", retryAfter(held.values()));
         }
       }
-      pagingState.set(key, { value, expiresAt: now + ttlSeconds * 1000 });
+      pagingState.set(key, { value, expiresAt });
       if (owner !== undefined) {
         if (!keys) pagingStateOf.set(owner, (keys = new Set()));
         keys.add(key);
+      }
+      if (holder !== undefined && limits) {
+        if (!held) pagingStateHeld.set(holder, (held = new Map()));
+        held.set(key, expiresAt);
       }
     },
     async getPagingState(key: string, renew?: PagingStateRenewal) {
       const entry = pagingState.get(key);
       if (!entry) return null;
-      if (entry.expiresAt <= Date.now()) {
+      const now = Date.now();
+      if (entry.expiresAt <= now) {
         pagingState.delete(key);
         return null;
       }
-      if (renew) entry.expiresAt = Date.now() + renew.ttlSeconds * 1000;
+      if (renew) {
+        entry.expiresAt = now + renew.ttlSeconds * 1000;
+        const held = renew.holder === undefined ? undefined : pagingStateHeld.get(renew.holder);
+        if (held?.has(key)) held.set(key, entry.expiresAt);
+      }
       return entry.value;
     },
 

@@ -140,6 +140,15 @@ export function pagingStateKey(key: string): string {
  */
 export const PAGING_STATES = "rg:pages";
 
+/**
+ * Sorted set with a TTL: the paging state keys one holder (an ApiKey, by its public id) has counted
+ * toward its share, scored by when each count ends (ms). A state erased early stays until its time:
+ * the count errs high, never low.
+ */
+export function pagingStateHolderKey(holder: string): string {
+  return `rg:page-holder:${holder}`;
+}
+
 /** Set with a TTL: the paging state keys that erasing this user drops (their recommendation snapshots). */
 export function pagingStateOwnerKey(id: UserId): string {
   return `rg:page-owner:${id}`;

@@ -2,7 +2,7 @@ import type { AssetKind, Identity, IdentityKind, Release, UserId, UserSetKind } 
 import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
-import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateLimits, type PagingStateRenewal, type WriteOptions } from "../store.js";
+import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateClaim, type PagingStateRenewal, type WriteOptions } from "../store.js";
 import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions, type Reply } from "./connection.js";
 import {
   API_KEY_IDS,
@@ -13,6 +13,7 @@ import {
   friendDescriptionsKey,
   identityIndexKey,
   keptSpaceKey,
+  pagingStateHolderKey,
   pagingStateKey,
   pagingStateOwnerKey,
   PAGING_STATES,
@@ -266,11 +267,13 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
       return true;
     },
 
-    async putPagingState(key: string, value: string, ttlSeconds: number, owner?: UserId, limits?: PagingStateLimits) {
+    async putPagingState(key: string, value: string, ttlSeconds: number, { owner, holder, limits }: PagingStateClaim = {}) {
       const state = pagingStateKey(key);
       const index = owner === undefined ? null : pagingStateOwnerKey(owner);
+      const share = holder === undefined || !limits ? null : pagingStateHolderKey(holder);
       const ttl = String(ttlSeconds);
       const now = Date.now();
+      const expiresAt = String(now + ttlSeconds * 1000);
       // Sent together: one round trip on a standalone server (node-redis pipelines them), one per
       // node on a cluster. Erasing the owner deletes what their index lists.
       const none = Promise.resolve<[number, number]>([0, 0]);
@@ -279,18 +282,32 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
         index === null ? none : runScript<[number, number]>(redis, ADD_TO_OWNER_INDEX, index, [state, ttl]);
       const everyState = !limits
         ? none
-        : runScript<[number, number]>(redis, ADD_TO_ALL_STATES, PAGING_STATES, [state, String(now + ttlSeconds * 1000), String(now)]);
+        : runScript<[number, number]>(redis, ADD_TO_ALL_STATES, PAGING_STATES, [state, expiresAt, String(now)]);
+      // The holder's share is checked and taken in one script, so that concurrent puts of one holder
+      // never pass its bound together.
+      const holderShare =
+        share === null || !limits
+          ? Promise.resolve<[number, string]>([0, ""])
+          : runScript<[number, string]>(redis, ADD_TO_HOLDER_SHARE, share, [state, expiresAt, String(now), String(limits.perHolder)]);
       // Awaited together, so that no failed command's rejection goes unhandled.
-      const [, [added, owned], [addedAll, all]] = await Promise.all([stored, ownerIndex, everyState]);
+      const [, [added, owned], [addedAll, all], [claimed, heldUntil]] = await Promise.all([stored, ownerIndex, everyState, holderShare]);
       if (!limits) return;
-      const refuse = async (limit: "perOwner" | "total", retryAfterMs: number) => {
+      /**
+       * Undoes what this put added, and refuses. A state new to the count of all states goes again;
+       * one counted there before (another holder's, live) was only renewed, and stays as it was.
+       */
+      const refuse = async (limit: "perOwner" | "perHolder" | "total", retryAfterMs: number) => {
+        const fresh = addedAll === 1;
         await Promise.all([
-          redis.send(state, ["DEL", state]),
-          index === null ? null : redis.send(index, ["SREM", index, state]),
-          redis.send(PAGING_STATES, ["ZREM", PAGING_STATES, state]),
+          fresh ? redis.send(state, ["DEL", state]) : null,
+          fresh && index !== null ? redis.send(index, ["SREM", index, state]) : null,
+          fresh ? redis.send(PAGING_STATES, ["ZREM", PAGING_STATES, state]) : null,
+          share !== null && claimed === 1 ? redis.send(share, ["ZREM", share, state]) : null,
         ]);
         throw new PagingStateFullError(limit, Math.max(1, Math.ceil(retryAfterMs / 1000)));
       };
+      // The holder's share is full. Another holder's live state is never deleted to make room.
+      if (claimed === -1) await refuse("perHolder", Number(heldUntil) - now);
       // A key put again only renewed its state. Concurrent puts may each see the other and both
       // refuse: the bound holds, and errs on the side of refusing.
       if (addedAll === 1 && all > limits.total) {
@@ -311,13 +328,17 @@ function redisGraphStore(redis: RedisConnection, writing: RedisEngineOptions, tr
       const state = pagingStateKey(key);
       if (!renew) return redis.send<string | null>(state, ["GET", state]);
       const ttl = String(renew.ttlSeconds);
+      const expiresAt = String(Date.now() + renew.ttlSeconds * 1000);
       const index = renew.owner === undefined ? null : pagingStateOwnerKey(renew.owner);
+      const share = renew.holder === undefined ? null : pagingStateHolderKey(renew.holder);
       // One round trip: the state's new time, its owner's index (which outlives every state it
-      // lists), and its expiry in the count of all states, if it is counted there (XX).
+      // lists), its expiry in the count of all states, if it is counted there (XX), and in its
+      // holder's share, if the holder has it counted.
       const [value] = await Promise.all([
         redis.send<string | null>(state, ["GETEX", state, "EX", ttl]),
         index === null ? null : redis.send(index, ["EXPIRE", index, ttl]),
-        redis.send(PAGING_STATES, ["ZADD", PAGING_STATES, "XX", "GT", String(Date.now() + renew.ttlSeconds * 1000), state]),
+        redis.send(PAGING_STATES, ["ZADD", PAGING_STATES, "XX", "GT", expiresAt, state]),
+        share === null ? null : runScript(redis, RENEW_IN_HOLDER_SHARE, share, [expiresAt, state, String(renew.ttlSeconds * 1000)]),
       ]);
       return value;
     },
@@ -374,6 +395,31 @@ const ADD_TO_ALL_STATES = script(`
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
 local added = redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 return {added, redis.call('ZCARD', KEYS[1])}`);
+
+/**
+ * Counts a paging state (ARGV[1]), live until ARGV[2] (ms), toward a holder's share (KEYS[1]) of at
+ * most ARGV[4], forgetting counts ended by ARGV[3]: {1, ''} when newly counted, {0, ''} when it was
+ * counted already (its time renewed), {-1, the first count's end} when the share is full. The set
+ * lives as long as its newest count.
+ */
+const ADD_TO_HOLDER_SHARE = script(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return {-1, redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]}
+end
+local added = redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+return {added, ''}`);
+
+/**
+ * Renews a state (ARGV[2]) a holder's share (KEYS[1]) has counted, to end at ARGV[1] (ms, ARGV[3]
+ * from now), and the share's own time with it; a state the share does not count is not added.
+ */
+const RENEW_IN_HOLDER_SHARE = script(`
+if redis.call('ZADD', KEYS[1], 'XX', 'GT', 'CH', ARGV[1], ARGV[2]) == 1 and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+end
+return 0`);
 
 function toId(value: string | null | undefined): UserId | null {
   return value == null ? null : Number(value);

@@ -163,6 +163,7 @@ describe("createGrpcUnaryHandler on its own", () => {
       gate: {
         async admit(key) {
           if (key !== TEST_API_KEY) throw new InvalidApiKeyError("ApiKey is unknown or revoked");
+          return { caller: { keyId: "test" } };
         },
       },
       log: { info() {}, warn() {}, error() {} },
