@@ -3,7 +3,10 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Wallet } from "ethers";
+import { availableParallelism } from "node:os";
 import { createRelgraphClient } from "../../src/client/index.js";
+import { loadEncryptionCurve } from "../../src/crypto/encryption-curve.js";
+import { encryptKey } from "../../src/crypto/ibe.js";
 import { startKeyNodes } from "../../test/support/keynodes.js";
 import { gets, httpSaturate } from "../load/http-load.js";
 import { cpuSeconds, freePort, run, start } from "../processes/processes.js";
@@ -65,6 +68,11 @@ export interface PrivateResult {
   dappFirstProfileMs: { median: number; first: number; trials: number };
   /** relgraph/client paging the GRAPH_FRIENDS graph: ms per page after the first. */
   dappPages: { pages: number; entries: number; firstPageMs: number; laterPageMs: number };
+  /**
+   * The ceiling of fresh authorizations on this machine: one payload-key encryption (the server's
+   * curve, on one thread of this process), and the rate every core would reach doing nothing else.
+   */
+  freshCeiling: { encryptionMs: number; cores: number; rps: number; ratio: number };
   /** CPU of the key-node processes per share served. */
   keyNodeCpuPerShareMs: { verifiedAuthorization: number; freshAuthorization: number; shares: number };
   /** The first Profile decrypted in Chromium through /demo, ms; null when not measured. */
@@ -138,6 +146,11 @@ export async function measurePrivate(context: PrivateContext): Promise<PrivateRe
       const dappFirstProfileMs = await firstProfiles(origin, apiKey, context.wallets.slice(0, 10));
       log(`bench: private: dApp, every page of a ${GRAPH_FRIENDS}-friend graph …`);
       const dappPages = await pageGraph(origin, apiKey, owner);
+      log("bench: private: one payload-key encryption, for the ceiling of fresh authorizations …");
+      const encryptionMs = await encryptionCost(nodes.network.publicKey);
+      const cores = availableParallelism();
+      const ceilingRps = (cores * 1000) / encryptionMs;
+      const freshCeiling = { encryptionMs, cores, rps: ceilingRps, ratio: ceilingRps / mutualFriend.rps };
       log("bench: private: key-node CPU per share …");
       const keyNodeCpuPerShareMs = await shareCpu(nodes, context.wallets[0]!.wallet, context.shares);
       let chromiumFirstProfileMs: number | null = null;
@@ -166,6 +179,7 @@ export async function measurePrivate(context: PrivateContext): Promise<PrivateRe
         },
         dappFirstProfileMs,
         dappPages,
+        freshCeiling,
         keyNodeCpuPerShareMs,
         chromiumFirstProfileMs,
         chromiumNote,
@@ -176,6 +190,19 @@ export async function measurePrivate(context: PrivateContext): Promise<PrivateRe
   } finally {
     await nodes.close();
   }
+}
+
+/** Milliseconds of one payload-key encryption as the server makes it, timed over many on this thread after a warm-up. */
+async function encryptionCost(publicKey: string): Promise<number> {
+  const curve = await loadEncryptionCurve();
+  const key = curve.publicKey(Buffer.from(publicKey, "hex"));
+  const payloadKey = randomBytes(32);
+  const encrypt = (i: number) => encryptKey(key, `bench-ceiling-identity-${i}`, payloadKey, curve);
+  for (let i = 0; i < 20; i++) encrypt(i);
+  const count = 200;
+  const started = performance.now();
+  for (let i = 0; i < count; i++) encrypt(20 + i);
+  return (performance.now() - started) / count;
 }
 
 /** A bench wallet with GRAPH_FRIENDS released friends, added with `relgraph ingest`. */
@@ -351,6 +378,12 @@ export function renderPrivate(result: PrivateResult): string {
       `${ms(result.dappPages.laterPageMs)} a page (${result.dappPages.pages} pages, ${result.dappPages.entries} entries; first page ${ms(result.dappPages.firstPageMs)})`,
       "≤ 20 ms",
       "≤ 5 ms",
+    ],
+    [
+      "… the machine's ceiling for fresh authorizations ÷ mutualFriend",
+      `${result.freshCeiling.ratio.toFixed(3)} (${result.freshCeiling.rps.toFixed(0)} req/s: ${result.freshCeiling.cores} cores doing nothing but encryptions of ${ms(result.freshCeiling.encryptionMs)} each, one pairing in WebAssembly and blst's multiples)`,
+      "",
+      "",
     ],
     [
       "key-node CPU per share",

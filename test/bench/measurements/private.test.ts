@@ -61,7 +61,10 @@ describe("measurePrivate", () => {
     for (const figure of [result.mutualFriend, result.profileReused, result.graphReused, result.profileFresh]) {
       expect(figure.rps).toBeGreaterThan(0);
       expect(figure.errors).toBe(0);
+      expect(figure.serverCpuUs).toBeGreaterThan(0);
     }
+    expect(result.freshCeiling.encryptionMs).toBeGreaterThan(0);
+    expect(result.freshCeiling.rps).toBeCloseTo((result.freshCeiling.cores * 1000) / result.freshCeiling.encryptionMs);
     expect(result.dappPages).toMatchObject({ pages: bench.GRAPH_FRIENDS / bench.GRAPH_PAGE, entries: bench.GRAPH_FRIENDS });
     expect(result.dappFirstProfileMs.trials).toBe(wallets.length);
     expect(result.keyNodeCpuPerShareMs.shares).toBe(20);
@@ -69,6 +72,7 @@ describe("measurePrivate", () => {
     expect(result.chromiumFirstProfileMs).toBeNull();
     const table = bench.renderPrivate(result);
     expect(table).toContain("key-node CPU per share");
-    expect(table.split("\n").filter((line) => line.startsWith("| ")).length).toBe(9);
+    expect(table).toContain("ceiling for fresh authorizations");
+    expect(table.split("\n").filter((line) => line.startsWith("| ")).length).toBe(10);
   }, 180_000);
 });
