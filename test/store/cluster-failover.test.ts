@@ -20,8 +20,9 @@ import {
   type Producer,
   type Readers,
 } from "../support/cluster-traffic.js";
-import { startFaultyCluster, type FaultyCluster } from "../support/redis-cluster-faults.js";
+import { startFaultyCluster, type ClusterNodeInfo, type FaultyCluster } from "../support/redis-cluster-faults.js";
 import { startRelgraphProcess, startServeProcess, type RelgraphProcess, type ServeProcess } from "../support/relgraph-process.js";
+import { RELATION_ID_INDEX, USER_ID_SEQUENCE, userKey } from "../../src/store/redis/keys.js";
 
 /*
  * A Redis Cluster's faults, survived: three masters and three replicas (cluster-node-timeout 2 s),
@@ -111,97 +112,101 @@ describe("Redis Cluster faults under serve, follow and ingest", () => {
     expect(follow.child.exitCode).toBeNull();
   }, 90_000);
 
-  /*
-   * Skipped, not passing: in one run of three it found answers that differed from what a fresh
-   * server reads from the store after the failover (63 of 420, as if cached from the lost master), and
-   * in another its own ingest hung while the victim's replica was stopped. Either is a real question
-   * about the caches or about this test's way of making the new master lack a change; until it is
-   * answered the test would fail now and then. Run it with `it` in place of `it.skip`.
-   */
-  it.skip("caches serve nothing the new master lacks: what the lost node's tracking covered is dropped", async () => {
+  it("caches serve nothing the new master lacks: what the lost node's tracking covered is dropped", async () => {
     await cluster.settled();
     await cluster.replicated();
     const ask = async (i: number) => {
       const [a, b] = triple("k", i);
       return asker.ask("rest", [a, b]);
     };
-    // Warm the caches, then write what no replica will have: every replica is stopped meanwhile.
+    // Warm the caches, then write what the victim's replica will not have: it is stopped meanwhile.
     for (let i = 0; i < CACHE_TRIPLES; i++) expect((await ask(i)).names).toEqual([triple("k", i)[2]]);
-    const topology = await cluster.topology();
-    // A master with a replica to take over (the first test's promoted replica has none).
-    const masters = topology.filter((node) => node.role === "master" && node.slots.length > 0 && !node.failing);
-    const victimNode = masters.find((master) => topology.some((node) => node.role === "replica" && node.masterId === master.id && !node.failing))!;
-    const victim = victimNode.address;
-    const replica = topology.find((node) => node.role === "replica" && node.masterId === victimNode.id)!;
-    // The replica is stopped, and its socket's buffers are filled with writes of the master's own
-    // slots first, so that the change below stays in the master's memory and dies with it.
-    // A write the master takes and dies with is lost to Redis's asynchronous replication, whoever
-    // made it: the feed and the loads wait (what they acknowledge is checked at the end).
     const t0 = performance.now();
     const stage = (what: string) => console.log(`cache test: ${what} at ${Math.round(performance.now() - t0)} ms`);
     await Promise.all([producer.hold(), loader.hold()]);
     stage("feed and loads held");
-    const paused = [cluster.pid(replica.address)!];
-    for (const pid of paused) process.kill(pid, "SIGSTOP");
-    let tag = 0;
-    for (; ; tag++) {
-      const slot = await cluster.command<number>(victim, ["CLUSTER", "KEYSLOT", `{junk${tag}}`]);
-      if (victimNode.slots.some(([from, to]) => from <= slot && slot <= to)) break;
-    }
-    const junk = "x".repeat(1 << 20);
-    for (let n = 0; n < 48; n++) await cluster.command(victim, ["SET", `{junk${tag}}:${n}`, junk]);
-    stage("replica's buffers filled");
     let killedAt = 0;
     const seen: { i: number; names: string[] | null; outcome: string }[] = [];
-    try {
-      const extra: object[] = [userRecord("kz")];
-      for (let i = 0; i < CACHE_TRIPLES; i++) {
-        const [a, b] = triple("k", i);
-        extra.push({ type: "friend", a, b: "kz", description: "Same guild" }, { type: "friend", a: b, b: "kz", description: "Same guild" });
-      }
-      await ingest(extra, "cache-extra.jsonl");
-      stage("change ingested");
-      for (let i = 0; i < CACHE_TRIPLES; i++) expect((await ask(i)).names).toEqual([triple("k", i)[2], "kz"]);
-      await cluster.kill(victim);
-      killedAt = performance.now();
-      stage("master killed");
-      killed.push(victim);
-    } finally {
-      for (const pid of paused) process.kill(pid, "SIGCONT");
-      producer.release();
-      loader.release();
-    }
-    // Every answer from the kill on, until the fault is over for all of them.
-    const deadline = performance.now() + 30_000;
+    /** Every mutualFriend of the cache triples as the store holds it after the failover. */
+    const truth: string[][] = [];
     /** When every triple was last answered in one sweep after a sweep that was not. */
     let answeredAgainAt: number | null = null;
-    while (performance.now() < deadline) {
-      let allAnswered = true;
-      for (let i = 0; i < CACHE_TRIPLES; i++) {
-        const answer = await ask(i);
-        seen.push({ i, names: answer.names, outcome: answer.outcome });
-        if (answer.outcome !== "right") allAnswered = false;
-      }
-      if (allAnswered) {
-        answeredAgainAt ??= performance.now();
-        if (performance.now() - answeredAgainAt > 2_000) break;
-      } else answeredAgainAt = null;
-    }
-    expect(answeredAgainAt, "every triple answered again").not.toBeNull();
-    // Within the fault's 10 s, and the 2 s of sweeps that show it over.
-    expect(answeredAgainAt! - killedAt).toBeLessThan(RIGHT_AGAIN_MS);
-    stage("sweeps done");
-    await cluster.settled();
-    stage("cluster settled");
-    // What the store holds now, as a server with nothing cached reads it.
-    const oracle = await startServeProcess({ ...env, API_KEYS: API_KEY });
-    const truth: string[][] = [];
+    // The replica is stopped, and its socket's buffers are filled with writes of the master's own
+    // slots first, so that the change below stays in the master's memory and dies with it.
+    // A write the master takes and dies with is lost to Redis's asynchronous replication, whoever
+    // made it: the feed and the loads wait (what they acknowledge is checked at the end). They wait
+    // until the oracle below has read the store, too, so that the answers are compared with what the
+    // store held while they were given: the counter of UserIds can die with the master, and a writer
+    // after the failover then gives the change's ids to users of its own (a fault of the write path,
+    // not of the caches).
     try {
-      const fresh = askerOf(oracle.url, API_KEY);
-      for (let i = 0; i < CACHE_TRIPLES; i++) truth.push((await fresh.ask("rest", triple("k", i).slice(0, 2) as [string, string])).names!);
-      fresh.close();
+      // The victim will hold the change's user record: a cache that keeps it after the failover shows.
+      const { master: victimNode, replica, id: changedUser } = await masterOfNextUser();
+      const victim = victimNode.address;
+      const paused = [cluster.pid(replica.address)!];
+      for (const pid of paused) process.kill(pid, "SIGSTOP");
+      try {
+        let tag = 0;
+        for (; ; tag++) {
+          const slot = await cluster.command<number>(victim, ["CLUSTER", "KEYSLOT", `{junk${tag}}`]);
+          if (victimNode.slots.some(([from, to]) => from <= slot && slot <= to)) break;
+        }
+        const junk = "x".repeat(1 << 20);
+        for (let n = 0; n < 48; n++) await cluster.command(victim, ["SET", `{junk${tag}}:${n}`, junk]);
+        stage("replica's buffers filled");
+        const extra: object[] = [userRecord("kz")];
+        for (let i = 0; i < CACHE_TRIPLES; i++) {
+          const [a, b] = triple("k", i);
+          extra.push({ type: "friend", a, b: "kz", description: "Same guild" }, { type: "friend", a: b, b: "kz", description: "Same guild" });
+        }
+        await ingest(extra, "cache-extra.jsonl");
+        stage("change ingested");
+        const index = new KeyedConnection(cluster, RELATION_ID_INDEX);
+        try {
+          expect(Number(await index.send<string | null>(["HGET", RELATION_ID_INDEX, "kz"])), "the change's user has the id foreseen").toBe(changedUser);
+        } finally {
+          index.close();
+        }
+        for (let i = 0; i < CACHE_TRIPLES; i++) expect((await ask(i)).names).toEqual([triple("k", i)[2], "kz"]);
+        await cluster.kill(victim);
+        killedAt = performance.now();
+        stage("master killed");
+        killed.push(victim);
+      } finally {
+        for (const pid of paused) process.kill(pid, "SIGCONT");
+      }
+      // Every answer from the kill on, until the fault is over for all of them.
+      const deadline = performance.now() + 30_000;
+      while (performance.now() < deadline) {
+        let allAnswered = true;
+        for (let i = 0; i < CACHE_TRIPLES; i++) {
+          const answer = await ask(i);
+          seen.push({ i, names: answer.names, outcome: answer.outcome });
+          if (answer.outcome !== "right") allAnswered = false;
+        }
+        if (allAnswered) {
+          answeredAgainAt ??= performance.now();
+          if (performance.now() - answeredAgainAt > 2_000) break;
+        } else answeredAgainAt = null;
+      }
+      expect(answeredAgainAt, "every triple answered again").not.toBeNull();
+      // Within the fault's 10 s, and the 2 s of sweeps that show it over.
+      expect(answeredAgainAt! - killedAt).toBeLessThan(RIGHT_AGAIN_MS);
+      stage("sweeps done");
+      await cluster.settled();
+      stage("cluster settled");
+      // What the store holds now, as a server with nothing cached reads it.
+      const oracle = await startServeProcess({ ...env, API_KEYS: API_KEY });
+      try {
+        const fresh = askerOf(oracle.url, API_KEY);
+        for (let i = 0; i < CACHE_TRIPLES; i++) truth.push((await fresh.ask("rest", triple("k", i).slice(0, 2) as [string, string])).names!);
+        fresh.close();
+      } finally {
+        await oracle.stop();
+      }
     } finally {
-      await oracle.stop();
+      producer.release();
+      loader.release();
     }
     // The lost master had some of the change: the new one lacks it, so the test can tell.
     expect(truth.some((names) => names.length === 1)).toBe(true);
@@ -302,6 +307,27 @@ describe("Redis Cluster faults under serve, follow and ingest", () => {
     expect(incomplete).toEqual([]);
   }, 120_000);
 });
+
+/**
+ * The master that will hold the record of the next user written, with its replica and the UserId
+ * the counter gives next (nobody may write meanwhile). The master needs a replica to take over (the
+ * first test's promoted replica has none): ids whose record would live elsewhere are skipped, a gap
+ * such as an interrupted write leaves.
+ */
+async function masterOfNextUser(): Promise<{ master: ClusterNodeInfo; replica: ClusterNodeInfo; id: number }> {
+  const topology = await cluster.topology();
+  const sequence = new KeyedConnection(cluster, USER_ID_SEQUENCE);
+  try {
+    for (let id = Number(await sequence.send<string | null>(["GET", USER_ID_SEQUENCE])) + 1; ; id = (await sequence.send<number>(["INCR", USER_ID_SEQUENCE])) + 1) {
+      const holder = await cluster.masterOfKey(userKey(id));
+      const master = topology.find((node) => node.address === holder);
+      const replica = master && topology.find((node) => node.role === "replica" && node.masterId === master.id && !node.failing);
+      if (master && replica) return { master, replica, id };
+    }
+  } finally {
+    sequence.close();
+  }
+}
 
 function chunk(flat: unknown[]): [string, unknown][] {
   const pairs: [string, unknown][] = [];

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/errors.js";
@@ -73,6 +74,54 @@ describe("redis-cluster engine", () => {
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect((error as Error).cause).toBeDefined();
   });
+
+  it("starts through a seed that answers when another accepts connections and never answers (a paused node)", async () => {
+    // What a SIGSTOPped or hung redis-server looks like from outside: connections are taken, nothing is said.
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const silentSeed = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const seeds = [silentSeed, silentSeed, silentSeed, cluster.nodes[0]!];
+    try {
+      // node-redis tries its seeds from a random one on: several starts, so that a silent one comes first.
+      for (let start = 0; start < 3; start++) {
+        const opened = createRedisStore({ clusterNodes: seeds }, { tracking: false });
+        const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`start ${start} did not connect within 15 s`)), 15_000).unref());
+        const store = await Promise.race([opened, late]);
+        try {
+          await store.ping();
+        } finally {
+          await store.close();
+        }
+      }
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 120_000);
+
+  it("leaves no connection open when its start fails (a master down, with no replica to take over)", async () => {
+    const own = await startRedisCluster();
+    try {
+      process.kill(own.pids[2]!, "SIGKILL");
+      const live = own.nodes.slice(0, 2);
+      const connections = async () => ((await onEveryNode(live, ["CLIENT", "LIST"])) as string[]).reduce((n, list) => n + list.trim().split("\n").length, 0);
+      const before = await connections();
+      // Through one seed: node-redis's second seed would find the down master's connection made and closed, and start.
+      const error = await createRedisStore({ clusterNodes: [live[0]!] }, { tracking: false }).then(
+        async (store) => {
+          await store.close();
+          return null;
+        },
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      // Left open, they would keep a failed `relgraph ingest` from exiting.
+      await expect.poll(connections, { timeout: 3_000 }).toBe(before);
+    } finally {
+      await own.stop();
+    }
+  }, 60_000);
 
   it("intersects sets whose keys live in different slots", async () => {
     await onEveryNode(cluster.nodes, ["FLUSHALL"]);

@@ -61,6 +61,8 @@ export interface RedisConnection {
 const CONNECT_TIMEOUT_MS = 2_000;
 /** The first connection is tried this many times before createRedisStore fails. */
 const INITIAL_CONNECT_ATTEMPTS = 2;
+/** How long a cluster client may take to connect to every master once a seed has shown it the slots. */
+const CLUSTER_START_TIMEOUT_MS = CONNECT_TIMEOUT_MS * (INITIAL_CONNECT_ATTEMPTS + 1);
 /**
  * For a server that stops answering without closing the socket (hung, paused, swapping): no store
  * call waits longer than this, and once a connection has gone this long with commands outstanding and
@@ -99,12 +101,21 @@ export async function connectRedis(options: RedisStoreOptions, fastPaths = false
   const ignore = () => {};
 
   if ("clusterNodes" in options) {
+    const seeds = await answeringSeeds(options.clusterNodes);
     const cluster = createCluster({
-      rootNodes: options.clusterNodes.map((node) => ({ url: `redis://${node}` })),
+      rootNodes: seeds.map((node) => ({ url: `redis://${node}` })),
       defaults: { socket, disableOfflineQueue: true },
     });
     cluster.on("error", ignore);
-    await connectOrThrow(() => cluster.connect());
+    // A master that accepts connections and never answers would hold the start as long as it hangs.
+    await connectOrThrow(() => withDeadline(cluster.connect(), CLUSTER_START_TIMEOUT_MS)).catch((error: unknown) => {
+      // A start that failed (a master down, say, before its replica takes over) leaves the connections
+      // it opened to the others, which would keep the process alive after it reports the failure; and
+      // node-redis's destroy() stops at the first node whose connection is closed already.
+      for (const node of [...cluster.masters, ...cluster.replicas]) destroyQuietly(() => node.client?.destroy());
+      destroyQuietly(() => cluster.destroy());
+      throw error;
+    });
     connected = true;
     const slots = watchClusterSlots(cluster, options.clusterNodes);
     const breaker = createStallBreaker();
@@ -296,11 +307,50 @@ export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> 
   }
 }
 
+/**
+ * The cluster's seeds that answer a PING, asked all at once; StoreUnavailableError when none does.
+ * node-redis asks its seeds one after another, from a random one on, and waits on each for as long as
+ * it takes: a node that accepts connections and never answers (a paused or hung process) held the
+ * start for as long as it hung. The slot watch (cluster-slots.ts) still falls back on every seed later.
+ */
+async function answeringSeeds(seeds: readonly string[]): Promise<string[]> {
+  let lastError: unknown = new Error("no cluster node was given");
+  const answered = await Promise.all(
+    seeds.map(async (seed) => {
+      const client = createClient({ url: `redis://${seed}`, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false } });
+      client.on("error", () => {});
+      try {
+        // Longer than the connect timeout, so that a connection still being made is never dropped
+        // (node-redis would not close it): a silent node is one that was reached and did not answer.
+        await withDeadline(client.connect().then(() => client.sendCommand(["PING"])), 2 * CONNECT_TIMEOUT_MS);
+        return true;
+      } catch (error) {
+        lastError = error;
+        return false;
+      } finally {
+        destroyQuietly(() => client.destroy());
+      }
+    }),
+  );
+  const answering = seeds.filter((_, i) => answered[i]);
+  if (answering.length === 0) throw unavailable(lastError);
+  return answering;
+}
+
 async function connectOrThrow(connect: () => Promise<unknown>): Promise<void> {
   try {
     await connect();
   } catch (cause) {
     throw unavailable(cause);
+  }
+}
+
+/** Drops a client's sockets at once; one that is closed already (a refused connection) throws, and is done. */
+function destroyQuietly(destroy: () => void): void {
+  try {
+    destroy();
+  } catch {
+    // Already closed.
   }
 }
 
