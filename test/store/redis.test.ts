@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/errors.js";
 import { createStore } from "../../src/store/index.js";
 import { createRedisStore } from "../../src/store/redis/redis-store.js";
-import { userSetKey } from "../../src/store/redis/keys.js";
+import { USER_ID_SEQUENCE, userSetKey } from "../../src/store/redis/keys.js";
 import type { UserId } from "../../src/domain/model.js";
 import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
@@ -140,6 +140,28 @@ describe("redis engine", () => {
       const [ann, ben, cat] = (await reader.resolveRelationIds(["ann", "ben", "cat"])) as UserId[];
       expect(await reader.friendDescriptions(ann!, [ben!])).toEqual(["last"]);
       expect(await reader.friendDescriptions(ben!, [ann!, cat!])).toEqual(["last", "other"]);
+    });
+  });
+
+  it("never gives an id twice when the sequence goes back, as a failover to a replica behind it does", async () => {
+    await withReaderAndWriter(async ({ reader, writer }) => {
+      const first = Array.from({ length: 6 }, (_, i) => user(`old${i}`, []));
+      await writer.write(batch({ users: first, friends: [{ a: "old0", b: "old1", description: "" }, { a: "old2", b: "old3", description: "" }] }));
+      const oldIds = (await reader.resolveRelationIds(first.map((u) => u.relationId))) as UserId[];
+      // What a promoted replica holds when the increments of the last loads never reached it.
+      const client = createClient({ url: server.url });
+      await client.connect();
+      await client.set(USER_ID_SEQUENCE, "1");
+      await client.quit();
+
+      await writer.write(batch({ users: [user("new0", []), user("new1", [])], friends: [{ a: "new0", b: "new1", description: "" }] }));
+      const newIds = (await reader.resolveRelationIds(["new0", "new1"])) as UserId[];
+      for (const id of newIds) expect(oldIds).not.toContain(id);
+      // Every old user keeps its record and its friends; the new ones have only each other.
+      expect((await reader.users(oldIds)).map((record) => record?.relationId)).toEqual(first.map((u) => u.relationId));
+      expect(await reader.userSet("friends", oldIds[0]!)).toEqual([oldIds[1]]);
+      expect(await reader.userSet("friends", oldIds[3]!)).toEqual([oldIds[2]]);
+      expect(await reader.userSet("friends", newIds[0]!)).toEqual([newIds[1]]);
     });
   });
 

@@ -460,9 +460,7 @@ async function resolveOrAllocate(
     else throw new UnknownRelationIdError(relationId);
   });
   if (fresh.length > 0) {
-    // Ids are only numbers until the unit writes them: an interrupted plan just leaves a gap.
-    const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(fresh.length)]);
-    const first = last - fresh.length + 1;
+    const first = await allocateUserIds(redis, fresh.length);
     fresh.forEach((relationId, i) => idOf.set(relationId, first + i));
   }
 
@@ -484,6 +482,23 @@ async function resolveOrAllocate(
     }
   }
   return { idOf, ids, deleteIds };
+}
+
+/**
+ * Allocates `count` consecutive fresh UserIds and returns the first. Ids are only numbers until the
+ * unit writes them: an interrupted plan just leaves a gap. The sequence lives on one node, and a
+ * failover that promotes a replica behind it takes it back, so ids it had already handed out would
+ * be handed out again and a new user would take over an old one's edges. A range is therefore
+ * checked against the ids the relationId index holds, and one holding any is skipped, with jumps
+ * that double, until a range holds none.
+ */
+async function allocateUserIds(redis: RedisConnection, count: number): Promise<UserId> {
+  for (let jump = count; ; jump *= 2) {
+    const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(jump)]);
+    const first = last - count + 1;
+    const holders = await hashGetMany(redis, RELATION_ID_BY_USER, Array.from({ length: count }, (_, i) => String(first + i)));
+    if (holders.every((relationId) => relationId == null)) return first;
+  }
 }
 
 /** The stored id of each relationId (null: not stored): those in `known` as they are, the others read. */
