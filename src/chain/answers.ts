@@ -6,9 +6,8 @@ import { InvalidAnswerError } from "./rpc-client.js";
  * and its answer is never applied. Addresses and hashes come out in lowercase.
  */
 
-/** A transaction, as far as the indexer reads it. */
+/** A transaction, as far as the indexer reads it (its hash is checked, not kept). */
 export interface ChainTransaction {
-  hash: string;
   from: string;
   /** null for a contract creation. */
   to: string | null;
@@ -41,11 +40,19 @@ const ADDRESS = /^0x[0-9a-f]{40}$/;
 const DATA = /^0x([0-9a-f]{2})*$/;
 const QUANTITY = /^0x(0|[1-9a-f][0-9a-f]*)$/;
 
+/**
+ * What a checked value is, for the error that refuses it: the words, or a function that makes
+ * them, so that the many values that pass cost no message each.
+ */
+type What = string | (() => string);
+
+const say = (what: What): string => (typeof what === "string" ? what : what());
+
 /** A hex quantity as a safe integer (block numbers, log indexes). */
-export function quantity(value: unknown, what: string): number {
-  if (typeof value !== "string" || !QUANTITY.test(value.toLowerCase())) throw new InvalidAnswerError(`${what} is not a hex quantity: ${preview(value)}`);
+export function quantity(value: unknown, what: What): number {
+  if (typeof value !== "string" || !QUANTITY.test(value.toLowerCase())) throw new InvalidAnswerError(`${say(what)} is not a hex quantity: ${preview(value)}`);
   const number = Number.parseInt(value, 16);
-  if (!Number.isSafeInteger(number)) throw new InvalidAnswerError(`${what} is too large: ${value}`);
+  if (!Number.isSafeInteger(number)) throw new InvalidAnswerError(`${say(what)} is too large: ${value}`);
   return number;
 }
 
@@ -54,14 +61,14 @@ export function toQuantity(number: number): string {
   return `0x${number.toString(16)}`;
 }
 
-function matching(value: unknown, pattern: RegExp, what: string): string {
+function matching(value: unknown, pattern: RegExp, what: What): string {
   const text = typeof value === "string" ? value.toLowerCase() : null;
-  if (text === null || !pattern.test(text)) throw new InvalidAnswerError(`${what} is malformed: ${preview(value)}`);
+  if (text === null || !pattern.test(text)) throw new InvalidAnswerError(`${say(what)} is malformed: ${preview(value)}`);
   return text;
 }
 
-function object(value: unknown, what: string): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new InvalidAnswerError(`${what} is not an object: ${preview(value)}`);
+function object(value: unknown, what: What): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new InvalidAnswerError(`${say(what)} is not an object: ${preview(value)}`);
   return value as Record<string, unknown>;
 }
 
@@ -81,18 +88,22 @@ export function readBlock(value: unknown, number: number, withTransactions: bool
   };
   if (!withTransactions) return { ...header, transactions: [] };
   if (!Array.isArray(block.transactions)) throw new InvalidAnswerError(`block ${number} has no transaction list`);
-  const transactions = block.transactions.map((item, i) => {
-    const what = `block ${number}'s transaction ${i}`;
-    const tx = object(item, `${what} (full transactions were asked)`);
-    if (tx.blockHash !== undefined && tx.blockHash !== null && matching(tx.blockHash, HASH, `${what}'s blockHash`) !== header.hash) {
-      throw new InvalidAnswerError(`${what} names another block`);
+  const transactions: ChainTransaction[] = [];
+  for (const [i, item] of block.transactions.entries()) {
+    const what = () => `block ${number}'s transaction ${i}`;
+    const tx = object(item, () => `${what()} (full transactions were asked)`);
+    // A blockHash equal to the block's (checked above) is well formed; any other is refused.
+    if (tx.blockHash !== undefined && tx.blockHash !== null && (typeof tx.blockHash !== "string" || tx.blockHash.toLowerCase() !== header.hash)) {
+      matching(tx.blockHash, HASH, () => `${what()}'s blockHash`);
+      throw new InvalidAnswerError(`${what()} names another block`);
     }
-    return {
-      hash: matching(tx.hash, HASH, `${what}'s hash`),
-      from: matching(tx.from, ADDRESS, `${what}'s from`),
-      to: tx.to === null || tx.to === undefined ? null : matching(tx.to, ADDRESS, `${what}'s to`),
-    };
-  });
+    // The hash is checked though nothing derived needs it: a malformed one marks an answer not to trust.
+    matching(tx.hash, HASH, () => `${what()}'s hash`);
+    transactions.push({
+      from: matching(tx.from, ADDRESS, () => `${what()}'s from`),
+      to: tx.to === null || tx.to === undefined ? null : matching(tx.to, ADDRESS, () => `${what()}'s to`),
+    });
+  }
   return { ...header, transactions };
 }
 
@@ -100,20 +111,20 @@ export function readBlock(value: unknown, number: number, withTransactions: bool
 export function readLogs(value: unknown, from: number, to: number): ChainLog[] {
   if (!Array.isArray(value)) throw new InvalidAnswerError(`eth_getLogs over ${from}-${to} answered with ${preview(value)}`);
   return value.map((item, i) => {
-    const what = `log ${i} of ${from}-${to}`;
+    const what = () => `log ${i} of ${from}-${to}`;
     const log = object(item, what);
-    if (log.removed === true) throw new InvalidAnswerError(`${what} is marked removed: the node's view moved while it answered`);
-    const blockNumber = quantity(log.blockNumber, `${what}'s blockNumber`);
-    if (blockNumber < from || blockNumber > to) throw new InvalidAnswerError(`${what} is from block ${blockNumber}, outside the range asked`);
-    if (!Array.isArray(log.topics) || log.topics.length > 4) throw new InvalidAnswerError(`${what}'s topics are malformed`);
+    if (log.removed === true) throw new InvalidAnswerError(`${what()} is marked removed: the node's view moved while it answered`);
+    const blockNumber = quantity(log.blockNumber, () => `${what()}'s blockNumber`);
+    if (blockNumber < from || blockNumber > to) throw new InvalidAnswerError(`${what()} is from block ${blockNumber}, outside the range asked`);
+    if (!Array.isArray(log.topics) || log.topics.length > 4) throw new InvalidAnswerError(`${what()}'s topics are malformed`);
     return {
-      address: matching(log.address, ADDRESS, `${what}'s address`),
-      topics: log.topics.map((topic, t) => matching(topic, HASH, `${what}'s topic ${t}`)),
-      data: matching(log.data, DATA, `${what}'s data`),
+      address: matching(log.address, ADDRESS, () => `${what()}'s address`),
+      topics: log.topics.map((topic, t) => matching(topic, HASH, () => `${what()}'s topic ${t}`)),
+      data: matching(log.data, DATA, () => `${what()}'s data`),
       blockNumber,
-      blockHash: matching(log.blockHash, HASH, `${what}'s blockHash`),
-      transactionHash: matching(log.transactionHash, HASH, `${what}'s transactionHash`),
-      logIndex: quantity(log.logIndex, `${what}'s logIndex`),
+      blockHash: matching(log.blockHash, HASH, () => `${what()}'s blockHash`),
+      transactionHash: matching(log.transactionHash, HASH, () => `${what()}'s transactionHash`),
+      logIndex: quantity(log.logIndex, () => `${what()}'s logIndex`),
     };
   });
 }

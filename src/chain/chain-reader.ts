@@ -49,6 +49,8 @@ export interface ChainReader {
 
 /** Blocks asked for in one JSON-RPC batch: full blocks are large, and providers cap batches. */
 const BLOCKS_PER_BATCH = 20;
+/** Block batches asked for at once while a range is read. */
+const BATCHES_IN_FLIGHT = 2;
 /** eth_getCode calls in one batch. */
 const CODES_PER_BATCH = 100;
 /** A log range whose answer holds fewer logs than this grows. */
@@ -123,23 +125,56 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
       return readBlock(await rpc.call("eth_getBlockByNumber", [toQuantity(number), false]), number, false);
     },
     async range(from, to) {
-      const blocks: ChainBlock[] = [];
-      for (let start = from; start <= to; start += BLOCKS_PER_BATCH) {
-        const numbers: number[] = [];
-        for (let n = start; n <= Math.min(to, start + BLOCKS_PER_BATCH - 1); n++) numbers.push(n);
-        const answers = await rpc.batch(numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })));
-        for (const [i, answer] of answers.entries()) {
-          const block = readBlock(answer, numbers[i]!, true);
-          if (block === null) return null;
-          blocks.push(block);
+      // The logs are asked for beside the blocks, and several block batches are in flight at once:
+      // the node prepares one answer while the last is parsed. Nothing is checked any less: the
+      // answers are held against each other once all are in.
+      const logsRead = logsOf(from, to).then(
+        (logs) => ({ logs }),
+        (error: unknown) => ({ error }),
+      );
+      const starts: number[] = [];
+      for (let start = from; start <= to; start += BLOCKS_PER_BATCH) starts.push(start);
+      const batches: ChainBlock[][] = [];
+      let nextBatch = 0;
+      let missing = false;
+      let failed = false;
+      const readBatches = async () => {
+        try {
+          while (nextBatch < starts.length && !missing && !failed) {
+            const index = nextBatch++;
+            const start = starts[index]!;
+            const numbers: number[] = [];
+            for (let n = start; n <= Math.min(to, start + BLOCKS_PER_BATCH - 1); n++) numbers.push(n);
+            const answers = await rpc.batch(numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })));
+            const batch: ChainBlock[] = [];
+            for (const [i, answer] of answers.entries()) {
+              const block = readBlock(answer, numbers[i]!, true);
+              if (block === null) {
+                missing = true;
+                return;
+              }
+              batch.push(block);
+            }
+            batches[index] = batch;
+          }
+        } catch (error) {
+          // The range is refused as a whole: the other batches in flight stop asking.
+          failed = true;
+          throw error;
         }
-      }
+      };
+      await Promise.all(Array.from({ length: Math.min(BATCHES_IN_FLIGHT, starts.length) }, readBatches));
+      const read = await logsRead;
+      // Blocks the node does not have yet: their logs (or its refusal to give them) say nothing.
+      if (missing) return null;
+      if ("error" in read) throw read.error;
+      const blocks = batches.flat();
       for (let i = 1; i < blocks.length; i++) {
         if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new InvalidAnswerError(`block ${blocks[i]!.number} does not follow block ${blocks[i - 1]!.number}: the chain moved while it was read`);
       }
       const hashes = new Map(blocks.map((block) => [block.number, block.hash]));
       const logs = new Map<number, ChainLog[]>();
-      for (const log of await logsOf(from, to)) {
+      for (const log of read.logs) {
         if (hashes.get(log.blockNumber) !== log.blockHash) throw new InvalidAnswerError(`a log of block ${log.blockNumber} names another block hash: the chain moved while it was read`);
         const list = logs.get(log.blockNumber) ?? [];
         list.push(log);

@@ -105,6 +105,19 @@ export interface Indexer {
   stats(): IndexerStats;
 }
 
+/** A range read with its facts. */
+interface RangeRead {
+  range: BlockRange;
+  facts: BlockFacts[];
+}
+
+/** A range read ahead of the rounds: the blocks it covers, and the read (null when it failed or the node lacked a block). */
+interface ReadAhead {
+  from: number;
+  to: number;
+  read: Promise<RangeRead | null>;
+}
+
 /** Blocks per unit unless told otherwise: a backfill's units stay a few seconds' work each. */
 export const DEFAULT_UNIT_BLOCKS = 200;
 const DEFAULT_WINDOW_BLOCKS = 128;
@@ -121,6 +134,8 @@ export function createIndexer(options: IndexerOptions): Indexer {
   const stopping = new AbortController();
   const stats: IndexerStats = { head: null, indexed: null, target: null, blocks: 0, records: 0, reorgs: 0, blocksUndone: 0, retries: 0 };
   let chainId = "";
+  /** The range after the unit being written, read meanwhile. */
+  let ahead: ReadAhead | null = null;
 
   async function readPosition(): Promise<Position | null> {
     const [text] = await store.readState(POSITION_SPACE, [POSITION_FIELD]);
@@ -178,8 +193,27 @@ export function createIndexer(options: IndexerOptions): Indexer {
     );
   }
 
+  /** A range and its facts, or null when the node does not have every block of it yet. */
+  async function readRange(from: number, to: number): Promise<RangeRead | null> {
+    const range = await chain.range(from, to);
+    return range === null ? null : { range, facts: await factsOf(range) };
+  }
+
+  /**
+   * Starts reading the range after a unit while the unit is written. A read that fails is
+   * dropped: the round that would have used it reads the range again, and meets the failure itself.
+   */
+  function readAhead(from: number, to: number): ReadAhead {
+    return { from, to, read: readRange(from, to).catch(() => null) };
+  }
+
   /** One round: applies one unit if there is one to apply; resolves false when there is nothing to do yet. */
   async function round(): Promise<boolean> {
+    // The read ahead is settled before anything else is read: what it learns of code must not
+    // land after a reorg found below has made the reader forget it.
+    const early = ahead;
+    ahead = null;
+    if (early !== null) await early.read;
     const target = await readTarget();
     const position = await readPosition();
     stats.indexed = position?.number ?? null;
@@ -201,19 +235,29 @@ export function createIndexer(options: IndexerOptions): Indexer {
       } else base = header;
     }
     const from = base === null ? options.fromBlock : base.number + 1;
-    const to = Math.min(target, from + unitBlocks - 1);
-    let range: BlockRange | null = null;
+    let to = Math.min(target, from + unitBlocks - 1);
+    let read: RangeRead | null = null;
+    // The range read ahead while the last unit was written serves when it starts where this round
+    // starts and ends within its target; it goes through the same checks as a range read now.
+    if (early !== null && early.from === from && early.to <= to && undo.length === 0) {
+      read = await early.read;
+      if (read !== null) to = early.to;
+    }
     if (to >= from) {
-      range = await chain.range(from, to);
+      read ??= await readRange(from, to);
       // Not there yet (a node behind the one that gave the head), or no longer on the branch the
       // check above found: the next round looks again.
-      if (range === null || (base !== null && range.blocks[0]!.parentHash !== base.hash)) return false;
+      if (read === null || (base !== null && read.range.blocks[0]!.parentHash !== base.hash)) return false;
     }
-    if (range === null && undo.length === 0) return false;
-    const facts = range === null ? [] : await factsOf(range);
+    if (read === null && undo.length === 0) return false;
+    const range = read?.range ?? null;
+    const facts = read?.facts ?? [];
     if (stopping.signal.aborted) return false;
     const last: ChainBlock | ChainHeader = range?.blocks.at(-1) ?? base!;
     const next: Position = { number: last.number, hash: last.hash, chainId };
+    // The next range is read while this unit is written; the next round checks it against the
+    // stored position as it checks any range.
+    if (next.number < target) ahead = readAhead(next.number + 1, Math.min(target, next.number + unitBlocks));
 
     const report = await store.exclusive(async () => {
       // Another indexer on the same store may have moved the position since it was read: this

@@ -79,27 +79,74 @@ export type StateKeys = Map<string, Set<string>>;
 
 /** The state fields that applying `facts` and undoing `undo` read. */
 export function keysOf(facts: readonly BlockFacts[], undo: readonly WindowEntry[] = []): StateKeys {
-  const keys: StateKeys = new Map();
-  const add = (space: string, field: string) => {
-    let fields = keys.get(space);
-    if (!fields) keys.set(space, (fields = new Set()));
-    fields.add(field);
-  };
+  // Gathered by contract first: a space's name is made once per contract, not once per move.
+  const balances = new Map<string, Set<string>>();
+  const interactions = new Map<string, Set<string>>();
+  const newSet = () => new Set<string>();
   for (const entry of undo) {
-    for (const [contract, holder] of entry.undo.balances) add(balanceSpace(contract), holder);
-    for (const [address, contract] of entry.undo.interactions) add(interactionSpace(contract), address);
+    for (const [contract, holder] of entry.undo.balances) inner(balances, contract, newSet).add(holder);
+    for (const [address, contract] of entry.undo.interactions) inner(interactions, contract, newSet).add(address);
   }
   for (const block of facts) {
-    for (const move of block.moves) add(balanceSpace(move.contract), move.holder);
-    for (const { address, contract } of block.interactions) add(interactionSpace(contract), address);
+    for (const move of block.moves) inner(balances, move.contract, newSet).add(move.holder);
+    for (const { address, contract } of block.interactions) inner(interactions, contract, newSet).add(address);
   }
+  const keys: StateKeys = new Map();
+  for (const [contract, holders] of balances) keys.set(balanceSpace(contract), holders);
+  for (const [contract, addresses] of interactions) keys.set(interactionSpace(contract), addresses);
   return keys;
 }
 
 /** Reads of the state fields a unit needs: space → field → value (absent: not stored). */
 export type StateValues = Map<string, Map<string, string>>;
 
-const pairKey = (a: string, b: string) => `${a}|${b}`;
+/** What `outer` holds at `key`, made and added when absent. */
+function inner<K, T>(outer: Map<K, T>, key: K, make: () => T): T {
+  let value = outer.get(key);
+  if (value === undefined) outer.set(key, (value = make()));
+  return value;
+}
+
+/** The state read for a unit, and the same state as planned, by contract then address. */
+class Planned<V> {
+  private readonly contracts = new Map<string, { before: Map<string, V>; after: Map<string, V>; stored: ReadonlyMap<string, string> | undefined }>();
+
+  constructor(
+    private readonly stored: (contract: string) => ReadonlyMap<string, string> | undefined,
+    private readonly decode: (value: string | undefined) => V,
+  ) {}
+
+  private of(contract: string) {
+    return inner(this.contracts, contract, () => ({ before: new Map<string, V>(), after: new Map<string, V>(), stored: this.stored(contract) }));
+  }
+
+  /** The value as planned, read from the state at first. */
+  get(contract: string, address: string): V {
+    const maps = this.of(contract);
+    let value = maps.after.get(address);
+    if (value === undefined) {
+      value = this.decode(maps.stored?.get(address));
+      maps.before.set(address, value);
+      maps.after.set(address, value);
+    }
+    return value;
+  }
+
+  /** Sets the value as planned (after a get() of the same pair). */
+  set(contract: string, address: string, value: V): void {
+    this.of(contract).after.set(address, value);
+  }
+
+  /** Calls `changed` for each pair whose planned value differs from the value read. */
+  forEachChange(changed: (contract: string, address: string, before: V, after: V) => void): void {
+    for (const [contract, { before, after }] of this.contracts) {
+      for (const [address, value] of after) {
+        const was = before.get(address)!;
+        if (value !== was) changed(contract, address, was, value);
+      }
+    }
+  }
+}
 
 /**
  * Plans one unit over the state read for it: undo first (undoBlocks), then apply blocks in order
@@ -107,52 +154,30 @@ const pairKey = (a: string, b: string) => `${a}|${b}`;
  * the state read to the state planned, one per thing changed.
  */
 export class UnitPlanner {
-  /** Balances before the unit and as planned, by "collection|holder". */
-  private readonly balancesBefore = new Map<string, bigint>();
-  private readonly balances = new Map<string, bigint>();
-  /** Interactions before the unit and as planned, by "address|contract". */
-  private readonly interactionsBefore = new Map<string, boolean>();
-  private readonly interactions = new Map<string, boolean>();
+  /** Balances by collection, then holder. */
+  private readonly balances: Planned<bigint>;
+  /** Interactions by contract, then address. */
+  private readonly interactions: Planned<boolean>;
   private readonly windowSet: WindowEntry[] = [];
   private readonly windowDeleted = new Set<number>();
   private applied = 0;
   private undone = 0;
 
-  constructor(private readonly values: StateValues) {}
-
-  private balance(contract: string, holder: string): bigint {
-    const key = pairKey(contract, holder);
-    let value = this.balances.get(key);
-    if (value === undefined) {
-      const stored = this.values.get(balanceSpace(contract))?.get(holder);
-      value = stored === undefined ? 0n : BigInt(stored);
-      this.balancesBefore.set(key, value);
-      this.balances.set(key, value);
-    }
-    return value;
-  }
-
-  private interacted(address: string, contract: string): boolean {
-    const key = pairKey(address, contract);
-    let value = this.interactions.get(key);
-    if (value === undefined) {
-      value = this.values.get(interactionSpace(contract))?.has(address) ?? false;
-      this.interactionsBefore.set(key, value);
-      this.interactions.set(key, value);
-    }
-    return value;
+  constructor(values: StateValues) {
+    this.balances = new Planned((contract) => values.get(balanceSpace(contract)), (stored) => (stored === undefined ? 0n : BigInt(stored)));
+    this.interactions = new Planned((contract) => values.get(interactionSpace(contract)), (stored) => stored !== undefined);
   }
 
   /** Undoes window entries, newest first (the caller gives them so), back to their common ancestor. */
   undoBlocks(entries: readonly WindowEntry[]): void {
     for (const entry of entries) {
       for (const [contract, holder, before] of entry.undo.balances) {
-        this.balance(contract, holder);
-        this.balances.set(pairKey(contract, holder), before === null ? 0n : BigInt(before));
+        this.balances.get(contract, holder);
+        this.balances.set(contract, holder, before === null ? 0n : BigInt(before));
       }
       for (const [address, contract] of entry.undo.interactions) {
-        this.interacted(address, contract);
-        this.interactions.set(pairKey(address, contract), false);
+        this.interactions.get(contract, address);
+        this.interactions.set(contract, address, false);
       }
       this.windowDeleted.add(entry.number);
       this.undone++;
@@ -161,21 +186,25 @@ export class UnitPlanner {
 
   /** Applies one block's facts; with `keepUndo`, the block joins the undo window. */
   applyBlock(facts: BlockFacts, keepUndo: boolean): void {
-    const before = new Map<string, [string, string, string | null]>();
     const firsts: [string, string][] = [];
     for (const { address, contract } of facts.interactions) {
-      if (this.interacted(address, contract)) continue;
-      this.interactions.set(pairKey(address, contract), true);
+      if (this.interactions.get(contract, address)) continue;
+      this.interactions.set(contract, address, true);
       firsts.push([address, contract]);
     }
+    // Each balance the block changes, as it was before the block, by collection then holder.
+    const before = keepUndo ? new Map<string, Map<string, [string, string, string | null]>>() : null;
     for (const { contract, holder, delta } of facts.moves) {
-      const key = pairKey(contract, holder);
-      const current = this.balance(contract, holder);
-      if (!before.has(key)) before.set(key, [contract, holder, current === 0n ? null : current.toString()]);
-      this.balances.set(key, current + delta);
+      const current = this.balances.get(contract, holder);
+      if (before !== null) {
+        const holders = inner(before, contract, () => new Map<string, [string, string, string | null]>());
+        if (!holders.has(holder)) holders.set(holder, [contract, holder, current === 0n ? null : current.toString()]);
+      }
+      this.balances.set(contract, holder, current + delta);
     }
-    if (keepUndo) {
-      this.windowSet.push({ number: facts.number, hash: facts.hash, parentHash: facts.parentHash, undo: { balances: [...before.values()], interactions: firsts } });
+    if (before !== null) {
+      const balances = [...before.values()].flatMap((holders) => [...holders.values()]);
+      this.windowSet.push({ number: facts.number, hash: facts.hash, parentHash: facts.parentHash, undo: { balances, interactions: firsts } });
       this.windowDeleted.delete(facts.number);
     }
     this.applied++;
@@ -190,21 +219,16 @@ export class UnitPlanner {
   finish(position: Position): LedgerUnit {
     const records: ChangeRecord[] = [];
     const state: StateChange[] = [];
-    for (const [key, after] of this.interactions) {
-      if (after === this.interactionsBefore.get(key)) continue;
-      const [address, contract] = key.split("|") as [string, string];
+    this.interactions.forEachChange((contract, address, _, after) => {
       records.push({ op: after ? "upsert" : "delete", type: "interaction", address, contract });
       state.push({ space: interactionSpace(contract), field: address, value: after ? "1" : null });
-    }
-    for (const [key, after] of this.balances) {
-      const before = this.balancesBefore.get(key)!;
-      if (after === before) continue;
-      const [contract, holder] = key.split("|") as [string, string];
+    });
+    this.balances.forEachChange((contract, holder, before, after) => {
       state.push({ space: balanceSpace(contract), field: holder, value: after === 0n ? null : after.toString() });
       // A holder holds while its balance is above zero. A balance below zero is one whose tokens
       // came before the first block indexed (--from-block): it is not taken for a holding.
       if (after > 0n !== before > 0n) records.push({ op: after > 0n ? "upsert" : "delete", type: "nft", address: holder, contract });
-    }
+    });
     for (const number of this.windowDeleted) state.push({ space: WINDOW_SPACE, field: String(number), value: null });
     for (const entry of this.windowSet) state.push({ space: WINDOW_SPACE, field: String(entry.number), value: JSON.stringify(entry) });
     state.push({ space: POSITION_SPACE, field: POSITION_FIELD, value: JSON.stringify(position) });

@@ -163,6 +163,39 @@ describe("the indexer on anvil", () => {
     expect(expected.length).toBeGreaterThan(0);
   });
 
+  it("reads the next range while a unit is written, and applies that very read: each range read once, in order", async () => {
+    const [, a, b] = users as [string, string, string];
+    await send(nft, a, "mint", [a, 30]);
+    await send(nft, a, "transferFrom", [a, b, 30]);
+    await send(book, b, "sign");
+    while ((await block("latest")).number < 16) await anvil.rpc("evm_mine");
+    const toBlock = (await block("latest")).number;
+    const rpc = createRpcClient({ urls: [anvil.url] });
+    const reader = createChainReader(rpc, { contracts: null });
+    const ranges: [number, number][] = [];
+    const counted = { ...reader, range: (from: number, to: number) => (ranges.push([from, to]), reader.range(from, to)) };
+    // How many ranges had been asked for when each unit began to be written.
+    const askedAtApply: number[] = [];
+    const ledger = new (class extends MemoryLedger {
+      override async apply(...args: Parameters<MemoryLedger["apply"]>) {
+        askedAtApply.push(ranges.length);
+        await super.apply(...args);
+      }
+    })();
+    const indexer = createIndexer({ store: ledger, chain: counted, finality: { confirmations: 0 }, contracts: null, fromBlock: 0, toBlock, unitBlocks: 5, pollMs: 30 });
+    const done = indexer.run();
+    running.push({ indexer, done, rpc });
+    expect((await done).indexed).toBe(toBlock);
+    expect(askedAtApply.length).toBeGreaterThan(2);
+    // Every unit but the last is written while the range after it is being read.
+    expect(askedAtApply).toEqual(askedAtApply.map((_, i) => Math.min(i + 2, askedAtApply.length)));
+    // Contiguous from block 0 to toBlock, none read twice: the ranges read ahead were the ones applied.
+    expect(ranges[0]![0]).toBe(0);
+    expect(ranges.at(-1)![1]).toBe(toBlock);
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1] + 1);
+    expect(ledger.lines()).toEqual(await oracle(toBlock));
+  });
+
   it("gets everything right through a dead endpoint, a rate-limited one and a capped eth_getLogs", async () => {
     const ledger = new MemoryLedger();
     Object.assign(proxy.faults, { rateLimited: 3, retryAfter: "0", maxLogs: 2, wrongBlocks: 2 });
