@@ -1,5 +1,6 @@
 import { RESP_TYPES, createClient, createCluster } from "redis";
 import type { RedisStoreOptions } from "../store/redis/connection.js";
+import { watchClusterSlots } from "../store/redis/cluster-slots.js";
 import { compareIds } from "./apply-entries.js";
 
 /**
@@ -286,10 +287,16 @@ async function connect(redis: RedisStoreOptions): Promise<Connection> {
     cluster.on("error", ignore);
     await cluster.connect();
     connected = true;
+    // The stream's master can die like any other: its replica's promotion is followed as the store's
+    // connection follows it, or every read of the stream would go to the dead address for good.
+    const slots = watchClusterSlots(cluster, redis.clusterNodes);
     return {
       send: (key, args) => cluster.sendCommand<Reply>(key, false, args),
       sendForBytes: (key, args) => cluster.sendCommand<Reply>(key, false, args, { typeMapping: BYTES }),
-      close: () => quietly(() => cluster.close()),
+      close: () => {
+        slots.close();
+        return quietly(() => cluster.close());
+      },
     };
   }
   const client = createClient({ url: redis.url, socket, disableOfflineQueue: true });
