@@ -6,7 +6,8 @@ import { startAnvil, type TestAnvil } from "../chain/support/anvil.js";
 import { accounts, deploy } from "../chain/support/contracts.js";
 import { makeHistory, type TestContracts } from "../chain/support/history.js";
 import { chainOracle } from "../chain/support/oracle.js";
-import { freePort, rest, runRelgraph, startIndex, startServe, waitUntil, type IndexProcess, type RedisEnv, type ServeProcess } from "../chain/support/processes.js";
+import { rest, runRelgraph, startIndex, startServe, waitUntil, type IndexProcess, type RedisEnv, type ServeProcess } from "../chain/support/processes.js";
+import { freePort } from "../support/ports.js";
 import { startRpcProxy, type RpcProxy } from "../chain/support/rpc-proxy.js";
 
 /*

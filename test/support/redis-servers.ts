@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll } from "vitest";
+import { freePort } from "./ports.js";
 
 /*
  * Test harness: private redis-server processes on free loopback ports, each in its own temporary
@@ -118,7 +119,7 @@ async function startNode(dir: string, extraArgs: string[], needsBusPort = false)
   // A free port can be taken between probing and binding; try a few.
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort(needsBusPort);
+    const port = await redisPort(needsBusPort);
     const child = spawn(
       "redis-server",
       ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs],
@@ -146,24 +147,13 @@ async function kill(child: ChildProcess, exited: Promise<void>): Promise<void> {
 }
 
 /** A loopback port nobody listens on (and, for cluster nodes, whose bus port is free too). */
-async function freePort(needsBusPort: boolean): Promise<number> {
+async function redisPort(needsBusPort: boolean): Promise<number> {
   for (;;) {
-    const port = needsBusPort ? 20_000 + Math.floor(Math.random() * 30_000) : await ephemeralPort();
+    const port = needsBusPort ? 20_000 + Math.floor(Math.random() * 30_000) : await freePort();
     if (port === 6379) continue;
     if (!needsBusPort) return port;
     if ((await canListen(port)) && (await canListen(port + 10_000))) return port;
   }
-}
-
-function ephemeralPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function canListen(port: number): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer as createNetServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { DEV_API_KEY, createRelgraph, type Relgraph } from "../../src/relgraph.j
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import { injectWallet, launchChromium, watchProblems } from "../support/chromium.js";
 import { demoExpectation } from "../support/demo-expectations.js";
+import { freePort } from "../support/ports.js";
 
 /**
  * relgraph/client in headless Chromium. The demo dApp end to end: a fresh server with the bundled demo
@@ -288,13 +289,3 @@ async function openDemo(page: Page, url: string, server: string): Promise<void> 
   await page.fill("#server", server);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

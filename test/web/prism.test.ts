@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
@@ -9,6 +9,7 @@ import { demoWallet } from "../../src/synthetic/demo-wallet.js";
 import { DEV_API_KEY, createRelgraph, type Relgraph } from "../../src/relgraph.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import { signAuthorization } from "../support/keynodes.js";
+import { freePort } from "../support/ports.js";
 
 /*
  * Stoplight Prism's validation proxy (a pinned dev dependency), holding every answer of a fresh
@@ -34,17 +35,6 @@ let prism: ChildProcess;
 let prismOutput = "";
 let proxyUrl: string;
 let document: { paths: Record<string, Record<string, OpenApiOperation>> };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   const store = createMemoryStore();

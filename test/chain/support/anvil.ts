@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import net from "node:net";
 import { anvilBinary } from "../../../bench/processes/anvil.js";
+import { freePort } from "../../support/ports.js";
 
 /*
  * Test harness: a private anvil (from the npm package @foundry-rs/anvil, whose platform package
@@ -62,17 +62,6 @@ async function kill(child: ChildProcess, exited: Promise<void>): Promise<void> {
     process.kill(child.pid, "SIGKILL");
     await exited;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function once(work: () => Promise<void>): () => Promise<void> {

@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import net from "node:net";
-import { createInterface } from "node:readline";
+import { spawn } from "node:child_process";
 import { RELGRAPH_CLI } from "../../support/keynodes.js";
+import { freePort } from "../../support/ports.js";
+import { startLoggingCommand, type LoggingProcess } from "../../support/relgraph-process.js";
 
 /*
  * relgraph's own commands as processes, for the indexer's end-to-end tests: `relgraph index`,
@@ -15,29 +15,10 @@ export type RedisEnv = { REDIS_URL: string } | { REDIS_CLUSTER_NODES: string };
 export const API_KEY = "chain-test-key";
 
 /** `relgraph index` as a process, its stderr JSON lines collected as they come. */
-export interface IndexProcess {
-  child: ChildProcess;
-  logs: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
+export type IndexProcess = LoggingProcess;
 
 export function startIndex(env: RedisEnv & { WRITE_LEASE_MS?: string }, args: readonly string[]): IndexProcess {
-  const child = spawn(process.execPath, [RELGRAPH_CLI, "index", ...args], {
-    // A short write lease, so that an indexer killed in a test is replaced within a second.
-    env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", WRITE_LEASE_MS: "800", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const logs: Record<string, unknown>[] = [];
-  createInterface({ input: child.stderr! }).on("line", (line) => {
-    try {
-      logs.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      logs.push({ msg: line });
-    }
-  });
-  child.stdout!.resume();
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, logs, exited };
+  return startLoggingCommand("index", args, env);
 }
 
 /** Runs a relgraph command to its end; resolves with its exit code and output. */
@@ -100,17 +81,6 @@ export async function rest<T>(server: ServeProcess, path: string, params: Record
   const query = new URLSearchParams(Object.entries(params).map(([key, value]) => [key, String(value)]));
   const response = await fetch(`${server.url}${path}?${query}`, { headers: { ApiKey: API_KEY } });
   return (await response.json()) as { code: string; desc: string; data: T; cursor?: string };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Polls until `check` holds; fails with `what` after `ms`. */
