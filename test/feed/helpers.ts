@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
 import { createClient, createCluster } from "redis";
-import { RELGRAPH_CLI } from "../support/keynodes.js";
+import { startLoggingCommand, type LoggingProcess } from "../support/relgraph-process.js";
 
 /** Raw commands on a test Redis or cluster, routed by key. */
 export interface Commands {
@@ -24,31 +22,14 @@ export async function connectCommands(env: RedisEnv): Promise<Commands> {
 }
 
 /** `relgraph follow` as a process, its stderr JSON lines collected as they come. */
-export interface Follower {
-  child: ChildProcess;
-  /** Every JSON line it logged so far. */
-  logs: Record<string, unknown>[];
-  exited: Promise<number | null>;
+export interface Follower extends LoggingProcess {
   /** The counters of its last "stopped" line. */
   stopped(): Record<string, unknown> | undefined;
 }
 
 export function startFollow(env: RedisEnv, args: string[]): Follower {
-  const child = spawn(process.execPath, [RELGRAPH_CLI, "follow", ...args], {
-    // A short write lease, so that a consumer killed in a test is replaced within a second.
-    env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", WRITE_LEASE_MS: "800", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const logs: Record<string, unknown>[] = [];
-  createInterface({ input: child.stderr! }).on("line", (line) => {
-    try {
-      logs.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      logs.push({ msg: line });
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, logs, exited, stopped: () => [...logs].reverse().find((line) => line.msg === "stopped") };
+  const follower = startLoggingCommand("follow", args, env);
+  return { ...follower, stopped: () => [...follower.logs].reverse().find((line) => line.msg === "stopped") };
 }
 
 /** Polls until `check` holds; fails with `what` after 30 s. */

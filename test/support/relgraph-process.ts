@@ -52,6 +52,37 @@ export function startRelgraphProcess(args: readonly string[], env: Record<string
   return { child, output, exited, stop };
 }
 
+/** A relgraph command that logs JSON lines (index, follow), each line kept as it is parsed. */
+export interface LoggingProcess {
+  child: ChildProcess;
+  /** Every line it logged so far; a line that is not JSON as `{ msg: line }`. */
+  logs: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts `relgraph <command> <args>` on the store `env` names (no REDIS_URL or REDIS_CLUSTER_NODES
+ * from the test's own environment), with a short write lease, so that one killed in a test is
+ * replaced within a second.
+ */
+export function startLoggingCommand(command: string, args: readonly string[], env: Record<string, string>): LoggingProcess {
+  const child = spawn(process.execPath, [RELGRAPH_CLI, command, ...args], {
+    env: { ...process.env, REDIS_URL: "", REDIS_CLUSTER_NODES: "", LOG_LEVEL: "info", WRITE_LEASE_MS: "800", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const logs: Record<string, unknown>[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ msg: line });
+    }
+  });
+  child.stdout!.resume();
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, logs, exited };
+}
+
 /**
  * Starts `relgraph serve` on a free loopback port and resolves once it says where it listens; rejects
  * (with everything it wrote) when it exits first.
