@@ -123,19 +123,18 @@ export type RelationServiceMethods = ReturnType<typeof createRelationService>;
  * toContractJson writes. All of an entry but its description follows from the peer's stored record,
  * so that part's text is made once per record object. The cache layer hands out one object per user
  * until the user changes, and a record is never modified in place (a changed user is a new object),
- * so a text can never show what its record no longer holds.
+ * so a text can never show what its record no longer holds. The description is the entry's last
+ * field (proto/), so it is appended; test/rpc/relationship-graph-text.test.ts holds the page to
+ * stringifying each entry whole.
  */
 export function relationshipGraphText(items: readonly DescribedUser[]): string {
   let text = "[";
   for (let i = 0; i < items.length; i++) {
     const { user: peer, description } = items[i]!;
-    text += `${i === 0 ? "" : ","}${DESCRIPTION_IS_LAST ? `${peerText(peer)}"description":${JSON.stringify(description)}}` : entryText(peer, description)}`;
+    text += `${i === 0 ? "" : ","}${peerText(peer)}"description":${JSON.stringify(description)}}`;
   }
   return `${text}]`;
 }
-
-/** The entry's fields are written in declaration order; the description can be appended only while it comes last. */
-const DESCRIPTION_IS_LAST = RelationshipGraphEntrySchema.fields.at(-1)?.localName === "description";
 
 const peerTexts = new WeakMap<UserRecord, string>();
 
@@ -149,10 +148,6 @@ function peerText(peer: UserRecord): string {
     peerTexts.set(peer, text);
   }
   return text;
-}
-
-function entryText(peer: UserRecord, description: string): string {
-  return JSON.stringify(toContractJson(RelationshipGraphEntrySchema, { ...userParts(peer), relation: relationOf(peer), description }));
 }
 
 function relationOf(user: UserRecord): MessageInitShape<typeof RelationSchema> {
