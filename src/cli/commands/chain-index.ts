@@ -9,10 +9,10 @@ import { graphLedger } from "../../chain/graph-ledger.js";
 import { createIndexer, DEFAULT_UNIT_BLOCKS, LedgerMismatchError, type Finality } from "../../chain/indexer.js";
 import { progressMeter, statusLine } from "../../chain/progress.js";
 import { createRpcClient } from "../../chain/rpc-client.js";
-import { ConfigError, loadConfig } from "../../config/config.js";
 import { createIndexMetrics } from "../../metrics/chain-metrics.js";
 import { serveMetrics } from "../../metrics/serve-metrics.js";
-import { createStore, engineName } from "../../store/index.js";
+import { createStore } from "../../store/index.js";
+import { redisCommandConfig } from "../redis-config.js";
 import type { CommandIo } from "../io.js";
 /** `relgraph index`'s options, checked. */
 export interface IndexArguments {
@@ -191,18 +191,8 @@ export async function runIndex(argv: string[], io: CommandIo): Promise<number> {
     io.stdout.write(INDEX_HELP);
     return 0;
   }
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    io.stderr.write(`relgraph index: ${error.message}\n`);
-    return 2;
-  }
-  if (engineName(config) === "memory") {
-    io.stderr.write("relgraph index: no Redis is configured: set REDIS_URL or REDIS_CLUSTER_NODES\n");
-    return 2;
-  }
+  const config = redisCommandConfig(io, "index");
+  if (config === null) return 2;
 
   const terminal = (io.stderr as NodeJS.WriteStream).isTTY === true;
   const status = statusWriter(io.stderr, terminal);

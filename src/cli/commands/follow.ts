@@ -3,10 +3,10 @@ import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { ConfigError, loadConfig } from "../../config/config.js";
 import type { CommandIo } from "../io.js";
 import { describe, usage } from "../output.js";
-import { createStore, engineName } from "../../store/index.js";
+import { createStore } from "../../store/index.js";
+import { redisCommandConfig } from "../redis-config.js";
 import { createFeedMetrics } from "../../metrics/metrics.js";
 import { serveMetrics } from "../../metrics/serve-metrics.js";
 import { createFeedConsumer, DEFAULT_LINGER_MS, type FeedConsumer, type FeedProgress } from "../../feed/consumer.js";
@@ -109,18 +109,8 @@ export async function runFollow(argv: string[], io: CommandIo): Promise<number> 
     if (values[flag] === "") return usage(io, "follow", `--${flag} must not be empty`);
   }
 
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    io.stderr.write(`relgraph follow: ${error.message}\n`);
-    return 2;
-  }
-  if (engineName(config) === "memory") {
-    io.stderr.write("relgraph follow: no Redis is configured: set REDIS_URL or REDIS_CLUSTER_NODES\n");
-    return 2;
-  }
+  const config = redisCommandConfig(io, "follow");
+  if (config === null) return 2;
   const redis = config.redisClusterNodes.length > 0 ? { clusterNodes: config.redisClusterNodes } : { url: config.redisUrl ?? "" };
   const key = values.stream ?? DEFAULT_STREAM;
   const group = values.group ?? DEFAULT_GROUP;
