@@ -3,6 +3,11 @@ import { parseCursorKey } from "../domain/cursor.js";
 import { DEFAULT_RECOMMENDATION_LIMITS, defaultSnapshotsPerKey } from "../domain/recommendation-limits.js";
 import { redactSeed, redactUrl } from "./redact.js";
 
+/** Threads for new authorizations' encryption unless ENCRYPTION_WORKERS says otherwise: one per core, at most 4. */
+export function defaultEncryptionWorkers(): number {
+  return Math.min(4, availableParallelism());
+}
+
 /**
  * relgraph's configuration, read once from the environment (CLI flags may override) and validated
  * into a typed, frozen object. Each default sits beside its field. Secret fields are listed in
@@ -131,7 +136,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     devKeyNetwork: oneOf(env, "DEV_KEY_NETWORK", ["0", "1"] as const, "0") === "1",
     keyNodeRatePerSecond: integer(env, "KEY_NODE_RATE_LIMIT_PER_SECOND", 10, 1, 1_000_000),
     keyNodeRateBurst: integer(env, "KEY_NODE_RATE_LIMIT_BURST", 20, 1, 1_000_000),
-    encryptionWorkers: integer(env, "ENCRYPTION_WORKERS", Math.min(4, availableParallelism()), 0, 64),
+    encryptionWorkers: integer(env, "ENCRYPTION_WORKERS", defaultEncryptionWorkers(), 0, 64),
     encryptionBackend: encryptionBackend(env),
     logLevel: text(env, "LOG_LEVEL") ?? "info",
     writeLeaseMs: integer(env, "WRITE_LEASE_MS", 10_000, 500, 600_000),

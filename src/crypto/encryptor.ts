@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { defaultEncryptionWorkers } from "../config/config.js";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -64,9 +64,9 @@ export interface ResultEncryptor {
 /** Options of createThresholdEncryptor. */
 export interface ThresholdEncryptorOptions {
   /**
-   * Worker threads doing the pairing work; 0 encrypts on the calling thread. Default: one per core,
-   * at most 4 (ENCRYPTION_WORKERS): a burst of new authorizations may use the whole machine, and the
-   * system shares it with the event loop. When the compiled worker file is absent (code running from TypeScript sources, as
+   * Worker threads doing the pairing work; 0 encrypts on the calling thread. Default:
+   * defaultEncryptionWorkers() (config.ts, as ENCRYPTION_WORKERS): a burst of new authorizations may use
+   * the whole machine, and the system shares it with the event loop. When the compiled worker file is absent (code running from TypeScript sources, as
    * under a test runner) encryption also runs on the calling thread.
    */
   workers?: number;
@@ -87,7 +87,7 @@ export function createThresholdEncryptor(
 ): ResultEncryptor {
   const { publicKey } = parsePublicKeyNetwork(network);
   const workerFile = new URL("./encrypt-worker.js", import.meta.url);
-  const size = options.workers ?? Math.min(4, availableParallelism());
+  const size = options.workers ?? defaultEncryptionWorkers();
   const pool = size > 0 && existsSync(fileURLToPath(workerFile)) ? createWorkerPool(workerFile, size) : null;
 
   const now = options.now ?? Date.now;
