@@ -33,7 +33,8 @@ export interface SlotWatch {
 /**
  * node-redis's own rediscovery, which it runs on MOVED: internal (`_slots.rediscover`), so it is
  * looked up once here and its absence (a node-redis that changed it) is an error at connect time
- * rather than a cluster that silently stops following failovers.
+ * rather than a cluster that silently stops following failovers. package.json pins `redis` exactly for
+ * the same reason: an internal may change in any release.
  */
 type Rediscover = (startWith: { options: { socket: { host: string; port: number } } }) => Promise<void>;
 
