@@ -26,6 +26,24 @@ describe("parseIndexArguments", () => {
     }
   });
 
+  it("takes a mixed-case contract only with its EIP-55 checksum (EIP-55's own example), in a list or a file", async () => {
+    const spelled = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+    const misspelled = "0x5aaeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+    expect((await parseIndexArguments(["--rpc", "http://x", "--contracts", spelled])).contracts).toEqual(new Set([spelled.toLowerCase()]));
+    const listed = await parseIndexArguments(["--rpc", "http://x", "--contracts", `${B},${misspelled}`]).catch((caught: unknown) => caught);
+    expect(listed).toBeInstanceOf(IndexUsageError);
+    expect((listed as Error).message).toBe(`--contracts: "${misspelled}" has a wrong EIP-55 checksum (mixed case must match it; or write it in one case)`);
+    const dir = await mkdtemp(join(tmpdir(), "relgraph-contracts-"));
+    try {
+      const file = join(dir, "contracts.txt");
+      await writeFile(file, `${spelled}\n${misspelled}\n`);
+      const filed = await parseIndexArguments(["--rpc", "http://x", "--contracts", file]).catch((caught: unknown) => caught);
+      expect((filed as Error).message).toBe(`${file}: "${misspelled}" has a wrong EIP-55 checksum (mixed case must match it; or write it in one case)`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [[], /--rpc URL is required/],
     [["--rpc", "ws://x"], /http/],

@@ -12,6 +12,7 @@ import { createRpcClient } from "../../chain/rpc-client.js";
 import { createIndexMetrics } from "../../metrics/chain-metrics.js";
 import { serveMetrics } from "../../metrics/serve-metrics.js";
 import { createStore } from "../../store/index.js";
+import { normalizeAddress } from "../../domain/identity.js";
 import { redisCommandConfig } from "../redis-config.js";
 import type { CommandIo } from "../io.js";
 /** `relgraph index`'s options, checked. */
@@ -169,6 +170,9 @@ async function contractList(value: string): Promise<Set<string>> {
   const items = text.split(/[\s,]+/).filter((item) => item !== "");
   const wrong = items.find((item) => !ADDRESS.test(item));
   if (wrong !== undefined) throw new IndexUsageError(`${source}: "${wrong}" is not an address (0x and 40 hex digits)`);
+  // As everywhere relgraph reads an address: a wrong checksum usually means a mistyped contract.
+  const misspelled = items.find((item) => normalizeAddress(item) === null);
+  if (misspelled !== undefined) throw new IndexUsageError(`${source}: "${misspelled}" has a wrong EIP-55 checksum (mixed case must match it; or write it in one case)`);
   if (items.length === 0) throw new IndexUsageError(`${source} lists no contract`);
   return new Set(items.map((item) => item.toLowerCase()));
 }
