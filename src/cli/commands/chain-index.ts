@@ -65,7 +65,8 @@ Options:
                          and undoes what a reorg removes
   --finalized            follow the chain's finalized block instead
   --contracts LIST|FILE  index only these contracts: comma-separated addresses, or a file of
-                         addresses (one per line or comma-separated; # starts a comment)
+                         addresses (one per line or comma-separated; # starts a comment); any
+                         letter case, but mixed case must carry its EIP-55 checksum
   --metrics-port PORT    serve Prometheus metrics at http://HOST:PORT/metrics (HOST as serve's):
                          head, indexed block, lag, reorgs undone and RPC errors
   --unit-blocks N        blocks read and applied as one unit at most (default ${DEFAULT_UNIT_BLOCKS})
