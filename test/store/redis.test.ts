@@ -165,6 +165,47 @@ describe("redis engine", () => {
     });
   });
 
+  it("takes new ids only once a replica holds the sequence: a failover to that replica cannot hand them out again", async () => {
+    const master = await startRedisServer();
+    const replica = await startRedisServer(["--replicaof", "127.0.0.1", String(master.port)]);
+    const admin = createClient({ url: master.url });
+    const onReplica = createClient({ url: replica.url });
+    let stopped = false;
+    let watching = true;
+    try {
+      await admin.connect();
+      await onReplica.connect();
+      while (!/slave0:.*state=online/.test(await admin.info("replication"))) await new Promise((resolve) => setTimeout(resolve, 20));
+      const writer = await createRedisStore({ url: master.url });
+      try {
+        await writer.write(batch({ users: [user("a0", [])] }));
+        process.kill(replica.pid, "SIGSTOP");
+        stopped = true;
+        const load = writer.write(batch({ users: [user("b0", []), user("b1", [])] })).then(() => "written" as const);
+        const waitingForTheReplica = (async () => {
+          while (watching && !/cmd=wait/.test(String(await admin.sendCommand(["CLIENT", "LIST"])))) await new Promise((resolve) => setTimeout(resolve, 5));
+          return "waiting" as const;
+        })();
+        // The load is held while its ids reach no replica, rather than written with ids a failover would give again.
+        expect(await Promise.race([load, waitingForTheReplica])).toBe("waiting");
+        process.kill(replica.pid, "SIGCONT");
+        stopped = false;
+        expect(await load).toBe("written");
+        const [b1] = (await writer.resolveRelationIds(["b1"])) as UserId[];
+        expect(Number(await onReplica.get(USER_ID_SEQUENCE))).toBeGreaterThanOrEqual(b1!);
+      } finally {
+        await writer.close();
+      }
+    } finally {
+      watching = false;
+      if (stopped) process.kill(replica.pid, "SIGCONT");
+      await admin.close().catch(() => {});
+      await onReplica.close().catch(() => {});
+      await replica.stop();
+      await master.stop();
+    }
+  });
+
   it("keeps friend sets compact (intset encoding, few bytes per member)", async () => {
     await flushAll(server.url);
     const store = await createRedisStore({ url: server.url });

@@ -1,7 +1,7 @@
 import { type AssetKind, type IdentityKind, type UserId, type UserRecord } from "../../../domain/model.js";
 import { FollowColumns, FriendColumns, UnknownRelationIdError, identitiesOf, recordCount, relationColumns, staleIdentities, type RelationColumns } from "../../batch.js";
 import { type IngestBatch, type KeptChange, type StreamAcknowledgement, type UserInput } from "../../store.js";
-import { type RedisConnection } from "../connection.js";
+import { type RedisConnection, type Reply } from "../connection.js";
 import { RELATION_ID_BY_USER, RELATION_ID_INDEX, RELEASE_ALL, USER_ID_SEQUENCE, USER_SETS, addressAssetsKey, assetAddressesKey, assetHoldersKey, friendDescriptionsKey, identityIndexKey, keptSpaceKey, pagingStateOwnerKey, releaseKey, releasedToKey, type UserKeys, userAssetsKey, userKey, userSetKey } from "../keys.js";
 import { GroupedMembers, KeyedCommands, type GroupedMembersOptions } from "../grouped-commands.js";
 import { BulkStrings } from "../resp/command-buffer.js";
@@ -488,17 +488,34 @@ async function resolveOrAllocate(
  * Allocates `count` consecutive fresh UserIds and returns the first. Ids are only numbers until the
  * unit writes them: an interrupted plan just leaves a gap. The sequence lives on one node, and a
  * failover that promotes a replica behind it takes it back, so ids it had already handed out would
- * be handed out again and a new user would take over an old one's edges. A range is therefore
- * checked against the ids the relationId index holds, and one holding any is skipped, with jumps
- * that double, until a range holds none.
+ * be handed out again and a new user would take over an old one's edges. So an increment is used
+ * only once a replica holds it (when the sequence's master has replicas), and a range is checked
+ * against the ids the relationId index holds (for a replica that lagged all the same), and one
+ * holding any is skipped, with jumps that double, until a range holds none.
  */
 async function allocateUserIds(redis: RedisConnection, count: number): Promise<UserId> {
   for (let jump = count; ; jump *= 2) {
     const last = await redis.send<number>(USER_ID_SEQUENCE, ["INCRBY", USER_ID_SEQUENCE, String(jump)]);
+    await heldByAReplica(redis, USER_ID_SEQUENCE);
     const first = last - count + 1;
     const holders = await hashGetMany(redis, RELATION_ID_BY_USER, Array.from({ length: count }, (_, i) => String(first + i)));
     if (holders.every((relationId) => relationId == null)) return first;
   }
+}
+
+/** How long an allocation waits for a replica of the sequence's master before it goes on without one. */
+const REPLICA_WAIT_MS = 1_000;
+
+/**
+ * Resolves once a replica of `key`'s master has every write this connection sent it so far (WAIT),
+ * or after REPLICA_WAIT_MS when none answers; at once when the master has no replica, where WAIT
+ * would only time out.
+ */
+async function heldByAReplica(redis: RedisConnection, key: string): Promise<void> {
+  const role = await redis.send<Reply[]>(key, ["ROLE"]);
+  const replicas = role[2];
+  if (role[0] !== "master" || !Array.isArray(replicas) || replicas.length === 0) return;
+  await redis.send(key, ["WAIT", "1", String(REPLICA_WAIT_MS)]);
 }
 
 /** The stored id of each relationId (null: not stored): those in `known` as they are, the others read. */
