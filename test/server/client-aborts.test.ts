@@ -1,10 +1,8 @@
-import { spawn } from "node:child_process";
 import http2 from "node:http2";
 import net from "node:net";
-import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
-import { RELGRAPH_CLI } from "../support/keynodes.js";
+import { startServeProcess } from "../support/relgraph-process.js";
 import { SERVING_WAYS } from "../support/relgraph-server.js";
 
 const PATH = `/${RelationService.typeName}/${RelationService.method.mutualFriend.name}`;
@@ -37,19 +35,8 @@ async function resetMidBody(session: http2.ClientHttp2Session): Promise<void> {
  */
 describe.each(SERVING_WAYS)("clients that hang up mid-upload ($name)", ({ env }) => {
   it("leave no error in the log, and the server serves on", { timeout: 30_000 }, async () => {
-    const child = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
-      env: { ...process.env, ...env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const lines: string[] = [];
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    const url = await new Promise<string>((resolve) => {
-      createInterface({ input: child.stdout! }).on("line", (line) => {
-        lines.push(line);
-        const match = /^relgraph listening on (\S+) /.exec(line);
-        if (match) resolve(match[1]!);
-      });
-    });
+    const served = await startServeProcess({ ...env, LOG_LEVEL: "info" });
+    const { url, output: lines } = served;
     try {
       const port = Number(new URL(url).port);
       const session = http2.connect(url);
@@ -68,9 +55,8 @@ describe.each(SERVING_WAYS)("clients that hang up mid-upload ($name)", ({ env })
       expect(metrics).toContain(`relgraph_requests_total{operation="${PATH}",protocol="connect",code="1"} ${ABORTS}`);
       expect(metrics).not.toMatch(/relgraph_requests_total\{[^}]*code="(13|500)"\}/);
     } finally {
-      child.kill("SIGTERM");
+      await served.stop();
     }
-    await exited;
     const errors = lines.filter((line) => /"level":(50|60)/.test(line));
     expect(errors, errors.join("\n")).toEqual([]);
   });

@@ -1,11 +1,9 @@
 import http2 from "node:http2";
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MutualFriendRequestSchema, RelationService } from "../../gen/relgraph/v1/relation_service_pb.js";
 import { addr, fixtureRecords } from "../support/fixtures.js";
-import { RELGRAPH_CLI } from "../support/keynodes.js";
+import { startServeProcess } from "../support/relgraph-process.js";
 import { TEST_API_KEY, startRelgraph, type RunningRelgraph } from "../support/relgraph-server.js";
 
 /** X-Request-Id is accepted or generated, echoed on every answer, and logged. */
@@ -74,31 +72,18 @@ describe("X-Request-Id", () => {
   });
 
   it("puts it in the log lines of the request, on REST and on the fast paths", async () => {
-    const child = spawn(process.execPath, [RELGRAPH_CLI, "serve"], {
-      env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const lines: string[] = [];
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    const url = await new Promise<string>((resolve) => {
-      createInterface({ input: child.stdout! }).on("line", (line) => {
-        lines.push(line);
-        const match = /^relgraph listening on (\S+) /.exec(line);
-        if (match) resolve(match[1]!);
-      });
-    });
+    const served = await startServeProcess({ LOG_LEVEL: "info" });
     try {
-      await fetch(`${url}/api/v1/mutualFriend?socialUsername=alice,bob&limit=2`, { headers: { ApiKey: "relgraph-dev-key", "X-Request-Id": "trace-rest" } });
-      await fetch(url + PATH, {
+      await fetch(`${served.url}/api/v1/mutualFriend?socialUsername=alice,bob&limit=2`, { headers: { ApiKey: "relgraph-dev-key", "X-Request-Id": "trace-rest" } });
+      await fetch(served.url + PATH, {
         method: "POST",
         headers: { "content-type": "application/json", apikey: "relgraph-dev-key", "x-request-id": "trace-connect" },
         body: JSON.stringify({ socialUsername: ["alice", "bob"], limit: 2 }),
       });
     } finally {
-      child.kill("SIGTERM");
+      await served.stop();
     }
-    await exited;
-    const logged = lines.join("\n");
+    const logged = served.output.join("\n");
     expect(logged).toContain('"reqId":"trace-rest"');
     expect(logged).toContain('"reqId":"trace-connect"');
   });
