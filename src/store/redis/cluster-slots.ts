@@ -14,8 +14,9 @@
  * node-redis's rediscovery waits without limit, and runs one at a time (a call while one runs gets
  * that one): a rediscovery held by a hung node would hold every later one, node-redis's own on MOVED
  * included, for as long as the node hangs, even once its replica has taken over. It can be held in
- * two places. Asking a node for the slot map: every node asked is given a reply timeout
- * (discoveryNode). Connecting to the new masters it found: a master that hangs (or a dead address a
+ * two places. Asking a node for the slot map: the node the watch starts at and the seeds that follow
+ * it are given a reply timeout (discoveryNode); node-redis's own rediscovery on MOVED starts at the
+ * node that redirected, which has just answered, without one. Connecting to the new masters it found: a master that hangs (or a dead address a
  * late view still names) is connected to for ever; once REDISCOVERY_TIMEOUT_MS has passed, those
  * connections are dropped, which ends that rediscovery, and the node is forgotten, so that the next
  * one connects to it afresh.
