@@ -2,6 +2,7 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectFeedStream } from "../../src/feed/stream.js";
+import { startFaultyCluster } from "../support/redis-cluster-faults.js";
 import { startRedisCluster, type TestRedisCluster } from "../support/redis-servers.js";
 
 /*
@@ -77,6 +78,39 @@ describe("the feed's stream on a Redis Cluster", () => {
       await stream.close();
     }
   }, 120_000);
+
+  it("reads from the stream's master again once it is a master again, after it was killed while the stream was opened", async () => {
+    const own = await startFaultyCluster();
+    try {
+      const key = "feed:comeback";
+      const holder = await own.masterOfKey(key);
+      const topology = await own.topology();
+      const replica = topology.find((node) => node.role === "replica" && node.masterId === topology.find((master) => master.address === holder)!.id)!;
+      await own.kill(holder);
+      // Opened before the cluster fails the master over (2 s): the start finds it named and dead.
+      const stream = await connectFeedStream({ redis: { clusterNodes: own.nodes }, key, group: "relgraph", consumer: "c" });
+      const outcome = () =>
+        stream.read(1, 0).then(
+          () => "answered",
+          (error: Error) => `failed: ${error.message}`,
+        );
+      try {
+        await expect.poll(() => stream.ensureGroup("0").then(() => "answered", () => "failed"), { timeout: LATE_MS * 2, interval: 200 }).toBe("answered");
+        // Back as its replica's replica, then made master again.
+        await own.restart(holder);
+        await own.settled();
+        await own.replicated();
+        await own.command(holder, ["CLUSTER", "FAILOVER"]);
+        await expect.poll(() => own.masterOfKey(key), { timeout: LATE_MS * 2, interval: 200 }).toBe(holder);
+        expect(await own.masterOfKey(key)).not.toBe(replica.address);
+        await expect.poll(outcome, { timeout: LATE_MS * 2, interval: 200 }).toBe("answered");
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await own.stop();
+    }
+  }, 180_000);
 });
 
 /** The index of the master that holds `key` (the others answer MOVED). */

@@ -39,7 +39,7 @@ const REDISCOVERY_TIMEOUT_MS = 10_000;
 export interface RediscoverableCluster {
   masters: readonly { host: string; port: number; client?: { isReady: boolean } }[];
   /** Every node by host:port; a node whose first connection is still being made has its connectPromise. */
-  nodeByAddress: Map<string, { connectPromise?: Promise<unknown>; client?: { destroy(): void } }>;
+  nodeByAddress: Map<string, { connectPromise?: Promise<unknown>; client?: { isOpen: boolean; destroy(): void } }>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 
@@ -91,6 +91,7 @@ export function watchClusterSlots(cluster: RediscoverableCluster, seeds: readonl
     (running ??= (async () => {
       lastAt = performance.now();
       // Ask a master that answers; failing that, node-redis falls back to the seeds itself.
+      forgetClosed(cluster);
       const ready = cluster.masters.filter((master) => master.client?.isReady);
       const live = ready[Math.floor(Math.random() * ready.length)] ?? seedNode(seeds);
       try {
@@ -122,6 +123,21 @@ export function watchClusterSlots(cluster: RediscoverableCluster, seeds: readonl
 function seedNode(seeds: readonly string[]): { host: string; port: number } | undefined {
   const seed = seeds[Math.floor(Math.random() * seeds.length)];
   return seed === undefined ? undefined : discoveryNode(seed).socket;
+}
+
+/**
+ * Forgets the nodes whose client is closed for good: one that gave up connecting while the cluster
+ * client started (a master killed meanwhile: its connect gives up, the start goes on through another
+ * seed, and node-redis keeps the node). node-redis reuses a node it knows whatever its client's state,
+ * so that client would serve the node's slots for as long as the process runs should it be a master
+ * again (its replica promoted, then failed over back to it); and its rediscovery throws on destroying a
+ * closed client, so it would never drop the node either. Forgotten, the node is connected to afresh by
+ * the next rediscovery that finds it a master.
+ */
+function forgetClosed(cluster: RediscoverableCluster): void {
+  for (const [address, node] of cluster.nodeByAddress) {
+    if (node.client !== undefined && !node.client.isOpen && node.connectPromise === undefined) cluster.nodeByAddress.delete(address);
+  }
 }
 
 /**
