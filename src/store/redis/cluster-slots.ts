@@ -90,8 +90,8 @@ export function watchClusterSlots(cluster: RediscoverableCluster, seeds: readonl
   const refresh = () =>
     (running ??= (async () => {
       lastAt = performance.now();
-      // Ask a master that answers; failing that, node-redis falls back to the seeds itself.
       forgetClosed(cluster);
+      // Ask a master that answers; failing that, node-redis falls back to the seeds itself.
       const ready = cluster.masters.filter((master) => master.client?.isReady);
       const live = ready[Math.floor(Math.random() * ready.length)] ?? seedNode(seeds);
       try {
