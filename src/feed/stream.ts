@@ -1,6 +1,6 @@
-import { RESP_TYPES, createClient, createCluster } from "redis";
-import type { RedisStoreOptions } from "../store/redis/connection.js";
-import { watchClusterSlots } from "../store/redis/cluster-slots.js";
+import { RESP_TYPES, createClient } from "redis";
+import { COMMAND_TIMEOUT_MS, connectCluster, type RedisStoreOptions } from "../store/redis/connection.js";
+import { withDeadline } from "../store/redis/deadline.js";
 import { compareIds } from "./apply-entries.js";
 
 /**
@@ -270,7 +270,10 @@ interface Connection {
 /**
  * A connection that fails commands at once while Redis is away (the feed retries them) and, once
  * connected, reconnects forever; the first connect gives up quickly so that a wrong address fails
- * at startup.
+ * at startup. No command waits longer than COMMAND_TIMEOUT_MS for its reply (a blocking read, that
+ * beyond its BLOCK): the consumer reads, applies and acknowledges under the store's write lease,
+ * which it keeps renewing while it waits, so a command that waited for ever on a hung node, or on a
+ * node-redis connection that never completes, would stop every writer of the store, not just the feed.
  */
 async function connect(redis: RedisStoreOptions): Promise<Connection> {
   let connected = false;
@@ -278,36 +281,32 @@ async function connect(redis: RedisStoreOptions): Promise<Connection> {
     connectTimeout: 2_000,
     reconnectStrategy: (retries: number) => (!connected && retries >= 1 ? false : Math.min(50 * 2 ** retries, 2_000)),
   };
-  const ignore = () => {};
   if ("clusterNodes" in redis) {
-    const cluster = createCluster({
-      rootNodes: redis.clusterNodes.map((node) => ({ url: `redis://${node}` })),
-      defaults: { socket, disableOfflineQueue: true },
-    });
-    cluster.on("error", ignore);
-    await cluster.connect();
+    // The stream's master can die like any other: the cluster client follows its replica's promotion
+    // as the store's does, or every read of the stream would go to the dead address for good.
+    const { cluster, close } = await connectCluster(redis.clusterNodes, socket);
     connected = true;
-    // The stream's master can die like any other: its replica's promotion is followed as the store's
-    // connection follows it, or every read of the stream would go to the dead address for good.
-    const slots = watchClusterSlots(cluster, redis.clusterNodes);
     return {
-      send: (key, args) => cluster.sendCommand<Reply>(key, false, args),
-      sendForBytes: (key, args) => cluster.sendCommand<Reply>(key, false, args, { typeMapping: BYTES }),
-      close: () => {
-        slots.close();
-        return quietly(() => cluster.close());
-      },
+      send: (key, args) => bounded(args, cluster.sendCommand<Reply>(key, false, args)),
+      sendForBytes: (key, args) => bounded(args, cluster.sendCommand<Reply>(key, false, args, { typeMapping: BYTES })),
+      close,
     };
   }
   const client = createClient({ url: redis.url, socket, disableOfflineQueue: true });
-  client.on("error", ignore);
+  client.on("error", () => {});
   await client.connect();
   connected = true;
   return {
-    send: (_key, args) => client.sendCommand<Reply>(args),
-    sendForBytes: (_key, args) => client.sendCommand<Reply>(args, { typeMapping: BYTES }),
+    send: (_key, args) => bounded(args, client.sendCommand<Reply>(args)),
+    sendForBytes: (_key, args) => bounded(args, client.sendCommand<Reply>(args, { typeMapping: BYTES })),
     close: () => quietly(() => client.close()),
   };
+}
+
+/** A command's reply, or a NoReplyError once it has waited COMMAND_TIMEOUT_MS beyond its BLOCK (if any). */
+function bounded(args: readonly (string | Buffer)[], reply: Promise<Reply>): Promise<Reply> {
+  const block = args.indexOf("BLOCK");
+  return withDeadline(reply, COMMAND_TIMEOUT_MS + (block >= 0 ? Number(args[block + 1]) : 0));
 }
 
 async function quietly(close: () => Promise<void>): Promise<void> {

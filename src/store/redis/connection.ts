@@ -6,7 +6,8 @@ import type { EncodedCommands } from "./resp/command-buffer.js";
 import { respIdSetReader } from "./resp/id-set-reader.js";
 import { CommandBuffer } from "./resp/command-buffer.js";
 import { chunks } from "./command-chunks.js";
-import { watchClusterSlots } from "./cluster-slots.js";
+import { discoveryNode, watchClusterSlots, type SlotWatch } from "./cluster-slots.js";
+import { withDeadline } from "./deadline.js";
 
 /** Where the redis engine connects: one standalone server, or seeds of a Redis Cluster. */
 export type RedisStoreOptions = { url: string } | { clusterNodes: string[] };
@@ -101,23 +102,8 @@ export async function connectRedis(options: RedisStoreOptions, fastPaths = false
   const ignore = () => {};
 
   if ("clusterNodes" in options) {
-    const seeds = await answeringSeeds(options.clusterNodes);
-    const cluster = createCluster({
-      rootNodes: seeds.map((node) => ({ url: `redis://${node}` })),
-      defaults: { socket, disableOfflineQueue: true },
-    });
-    cluster.on("error", ignore);
-    // A master that accepts connections and never answers would hold the start as long as it hangs.
-    await connectOrThrow(() => withDeadline(cluster.connect(), CLUSTER_START_TIMEOUT_MS)).catch((error: unknown) => {
-      // A start that failed (a master down, say, before its replica takes over) leaves the connections
-      // it opened to the others, which would keep the process alive after it reports the failure; and
-      // node-redis's destroy() stops at the first node whose connection is closed already.
-      for (const node of [...cluster.masters, ...cluster.replicas]) destroyQuietly(() => node.client?.destroy());
-      destroyQuietly(() => cluster.destroy());
-      throw error;
-    });
+    const { cluster, close } = await connectCluster(options.clusterNodes, socket);
     connected = true;
-    const slots = watchClusterSlots(cluster, options.clusterNodes);
     const breaker = createStallBreaker();
     const send = <T extends Reply>(key: string | undefined, args: string[]) =>
       breaker.track(args, () => cluster.sendCommand<T>(key, false, args));
@@ -135,10 +121,7 @@ export async function connectRedis(options: RedisStoreOptions, fastPaths = false
       // The slot routing stays node-redis's: a set read is one command per key anyway.
       idSets: commandIdSetReads((key, args) => breaker.track(args, () => cluster.sendCommand(key, false, args))),
       dataNodes: () => cluster.masters.map((master) => `redis://${master.host}:${master.port}`),
-      close: () => {
-        slots.close();
-        return closeQuietly(() => cluster.close());
-      },
+      close,
     };
   }
 
@@ -294,17 +277,50 @@ async function writeWindow(writer: BulkWriter, write: () => Promise<void>): Prom
   }
 }
 
-/** Rejects when `work` has not settled within `ms`. */
-export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no reply from Redis within ${ms} ms`)), ms);
+/** Socket options of a cluster's node connections: the caller's policy for connecting and reconnecting. */
+export interface ClusterSocketOptions {
+  connectTimeout: number;
+  reconnectStrategy: (retries: number) => number | false;
+}
+
+/**
+ * A node-redis cluster client on `seeds`, connected, whose slot map follows failovers
+ * (cluster-slots.ts); close() stops the watch and closes it. Every cluster client of relgraph (the
+ * store's, the change feed's) is opened here. The seeds are PINGed at once first, and only those that
+ * answer are given to node-redis (answeringSeeds). A start that fails rejects with
+ * StoreUnavailableError and leaves no connection open: it would keep the process alive after it
+ * reports the failure.
+ */
+export async function connectCluster(seeds: readonly string[], socket: ClusterSocketOptions) {
+  const answering = await answeringSeeds(seeds);
+  const cluster = createCluster({
+    // The seeds are asked for the slot map whenever node-redis rediscovers it: a seed that stops
+    // answering must fail that request rather than hold it (discoveryNode).
+    rootNodes: answering.map(discoveryNode),
+    defaults: { socket, disableOfflineQueue: true },
   });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+  // Failures reach callers through rejected commands; without a listener node-redis's 'error'
+  // events would crash the process.
+  cluster.on("error", () => {});
+  // A master that accepts connections and never answers would hold the start as long as it hangs.
+  await connectOrThrow(() => withDeadline(cluster.connect(), CLUSTER_START_TIMEOUT_MS)).catch((error: unknown) => {
+    // A start that failed (a master down, say, before its replica takes over) leaves the connections
+    // it opened to the others; and node-redis's destroy() stops at the first node whose connection
+    // is closed already.
+    for (const node of [...cluster.masters, ...cluster.replicas]) destroyQuietly(() => node.client?.destroy());
+    destroyQuietly(() => cluster.destroy());
+    throw error;
+  });
+  const slots: SlotWatch = watchClusterSlots(cluster, seeds);
+  return {
+    cluster,
+    /** The watch, for tests and for a caller that just saw a fault. */
+    slots,
+    close: () => {
+      slots.close();
+      return closeQuietly(() => cluster.close());
+    },
+  };
 }
 
 /**

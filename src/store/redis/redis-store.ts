@@ -3,7 +3,8 @@ import { UnknownRelationIdError } from "../batch.js";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
 import { PagingStateFullError, type ApiKeyRecord, type ChangeNotifier, type GraphStore, type IngestBatch, type PagingStateClaim, type PagingStateRenewal, type WriteOptions } from "../store.js";
-import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, withDeadline, type RedisConnection, type RedisStoreOptions, type Reply } from "./connection.js";
+import { withDeadline } from "./deadline.js";
+import { COMMAND_TIMEOUT_MS, connectRedis, unavailable, type RedisConnection, type RedisStoreOptions, type Reply } from "./connection.js";
 import {
   API_KEY_IDS,
   apiKeyKey,

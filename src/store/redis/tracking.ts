@@ -1,6 +1,6 @@
 import { createClient } from "redis";
 import type { ChangedPart, ChangeNotifier } from "../store.js";
-import { withDeadline } from "./connection.js";
+import { withDeadline } from "./deadline.js";
 import { CACHED_KEY_PREFIXES, changedPartOfKey } from "./keys.js";
 
 /**
