@@ -172,7 +172,9 @@ export async function measureRedisCeiling(options: CeilingOptions): Promise<Ceil
         replayErrors = await replay(port, captured);
       });
       trials.push({ ingest: ingestRun, validate: validateRun, replay: replayRun, against: againstRun });
-      const shown = (run: CeilingRun) => `${run.seconds.toFixed(2)} s (Redis CPU ${run.redisCpuSeconds.toFixed(2)} s)`;
+      const first = trials[0]!.ingest.digest;
+      const shown = (run: CeilingRun) =>
+        `${run.seconds.toFixed(2)} s (Redis CPU ${run.redisCpuSeconds.toFixed(2)} s${run.digest === null ? "" : run.digest === first ? ", same store" : ", ANOTHER STORE"})`;
       options.log(
         `ceiling: trial ${trial}: relgraph ingest ${shown(ingestRun)}, ` +
           (againstRun ? `the other build's ${shown(againstRun)}, ` : "") +

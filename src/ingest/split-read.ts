@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { TokenBatch } from "./line-tokens.js";
@@ -44,8 +45,12 @@ export async function readFileInTwo(
     const firstLines = await readFileRangeLines(path, { start: 0, end: cut }, onLine);
     for (;;) {
       const message = await rest.next();
-      if ("batch" in message) onTokens(message.batch, firstLines);
-      else if ("lines" in message) return firstLines + message.lines;
+      if ("batch" in message) {
+        onTokens(message.batch, firstLines);
+        // Batches the worker queued up are taken without the event loop turning otherwise: a turn
+        // after each lets the store's connections read their replies, and their deadlines see them.
+        await nextTurn();
+      } else if ("lines" in message) return firstLines + message.lines;
       else throw Object.assign(new Error(message.error), message.code === undefined ? {} : { code: message.code });
     }
   } finally {
