@@ -198,13 +198,6 @@ function closes(bytes: Buffer, at: number, end: number): boolean {
   return at + 2 === end && bytes[at] === QUOTE && bytes[at + 1] === CLOSE;
 }
 
-/** Whether bytes[start1, end1) and bytes[start2, end2) are the same. */
-export function spellSame(bytes: Buffer, start1: number, end1: number, start2: number, end2: number): boolean {
-  if (end1 - start1 !== end2 - start2) return false;
-  for (let k = 0; k < end1 - start1; k++) if (bytes[start1 + k] !== bytes[start2 + k]) return false;
-  return true;
-}
-
 function startsWith(bytes: Buffer, at: number, end: number, prefix: Uint8Array): boolean {
   if (end - at < prefix.length) return false;
   for (let k = 0; k < prefix.length; k++) if (bytes[at + k] !== prefix[k]) return false;

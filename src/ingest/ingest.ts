@@ -1,7 +1,6 @@
 import { stat } from "node:fs/promises";
 import type { GraphStore } from "../store/store.js";
 import { readByteLines } from "./read-lines.js";
-import { readFileInTwo } from "./split-read.js";
 import { createLoadValidator, type LoadValidator, type StoredGraph } from "./validate.js";
 
 export { IngestValidationError } from "./validate.js";
@@ -35,8 +34,6 @@ export interface IngestOptions {
   maxErrors?: number;
   /** Validate only (against the store too), and write nothing. */
   dryRun?: boolean;
-  /** Files from this many bytes up are read by two threads (split-read.ts); default SPLIT_FILES_FROM. */
-  splitFilesFrom?: number;
 }
 
 /** The outcome of a successful load. */
@@ -60,29 +57,18 @@ export const PARSE_PROGRESS_EVERY = 100_000;
 export async function ingestFiles(store: IngestTarget, files: readonly string[], options: IngestOptions = {}): Promise<IngestResult> {
   const started = performance.now();
   const validator = createLoadValidator({ sources: files.map((file) => (file === STDIN ? "stdin" : file)), maxErrors: options.maxErrors });
-  const sizes = await Promise.all(files.map(readableSize));
-  sizes.forEach((size, source) => typeof size === "string" && validator.reject(source, 0, size));
-  if (sizes.some((size) => typeof size === "string")) return finish(store, validator, started, options);
+  const unreadable = await Promise.all(files.map(readProblem));
+  unreadable.forEach((problem, source) => problem && validator.reject(source, 0, problem));
+  if (unreadable.some(Boolean)) return finish(store, validator, started, options);
   for (const [source, file] of files.entries()) {
     let reported = validator.records;
-    const progress = () => {
-      if (validator.records - reported < PARSE_PROGRESS_EVERY) return;
-      reported = validator.records;
-      options.onProgress?.({ phase: "parse", records: reported, file });
-    };
-    const onLine = (bytes: Buffer, start: number, end: number, line: number) => {
+    await readByteLines(file === STDIN ? (options.stdin ?? process.stdin) : file, (bytes, start, end, line) => {
       validator.addLineBytes(bytes, start, end, source, line);
-      progress();
-    };
-    if (file === STDIN) {
-      await readByteLines(options.stdin ?? process.stdin, onLine);
-      continue;
-    }
-    const names = validator.tokenNames();
-    await readFileInTwo(file, sizes[source] as number, onLine, (batch, lineOffset) => {
-      validator.addTokens(batch, names, source, lineOffset);
-      progress();
-    }, options.splitFilesFrom);
+      if (validator.records - reported >= PARSE_PROGRESS_EVERY) {
+        reported = validator.records;
+        options.onProgress?.({ phase: "parse", records: reported, file });
+      }
+    });
   }
   options.logger?.info(`parsed ${validator.records} records from ${files.length} file(s)`);
   return finish(store, validator, started, options);
@@ -133,12 +119,12 @@ async function finish(store: IngestTarget, validator: LoadValidator, started: nu
   };
 }
 
-/** A file's size, or why it cannot be read; 0 for standard input. */
-async function readableSize(file: string): Promise<number | string> {
-  if (file === STDIN) return 0;
+/** Why a file cannot be read, or null when it can. */
+async function readProblem(file: string): Promise<string | null> {
+  if (file === STDIN) return null;
   try {
     const info = await stat(file);
-    return info.isFile() ? info.size : "cannot read: not a regular file";
+    return info.isFile() ? null : "cannot read: not a regular file";
   } catch (error) {
     return `cannot read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
   }

@@ -21,60 +21,29 @@ const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
  * records be read without making a string of each line (compact-records.ts).
  */
 export async function readByteLines(source: LineSource, onLine: ByteLineHandler): Promise<number> {
-  if (typeof source === "string") return readFileRangeLines(source, { start: 0, end: Number.POSITIVE_INFINITY }, onLine);
-  const lines = new LineSplitter(onLine, true);
-  await streamChunks(source, (chunk) => lines.push(chunk));
-  return lines.end();
-}
-
-/** A part of a file, in bytes: [start, end). */
-export interface ByteRange {
-  start: number;
-  end: number;
-}
-
-/**
- * readByteLines of the bytes [range.start, range.end) of a file, numbering its lines from 1. A range
- * that starts past the file's start reads no byte-order mark; one that starts or ends inside a line
- * break (between a CR and its LF) reads a line break the whole file does not have, so a range is
- * cut just after an LF (splitAfterLineFeed).
- */
-export async function readFileRangeLines(path: string, range: ByteRange, onLine: ByteLineHandler): Promise<number> {
-  const lines = new LineSplitter(onLine, range.start === 0);
-  for await (const chunk of fileChunks(path, range)) lines.push(chunk);
-  return lines.end();
-}
-
-/**
- * The offset just after the first LF at or after `from` in a file, or null when there is none: where
- * a file can be cut into two ranges whose lines are the whole file's lines.
- */
-export async function splitAfterLineFeed(path: string, from: number): Promise<number | null> {
-  for await (const chunk of fileChunks(path, { start: from, end: Number.POSITIVE_INFINITY })) {
-    const lf = chunk.indexOf(LF);
-    if (lf !== -1) return from + lf + 1;
-    from += chunk.length;
+  const lines = new LineSplitter(onLine);
+  if (typeof source === "string") {
+    for await (const chunk of fileChunks(source)) lines.push(chunk);
+  } else {
+    await streamChunks(source, (chunk) => lines.push(chunk));
   }
-  return null;
+  return lines.end();
 }
 
 /**
- * A file's bytes in [range.start, range.end) in chunks, the next one read while the caller handles
- * the one it has: a read is a copy on another thread (libuv's pool), which a stream starts only once
- * its reader is done with the chunk before. Each chunk is valid until the next is asked for.
+ * A file's bytes in chunks, the next one read while the caller handles the one it has: a read is a
+ * copy on another thread (libuv's pool), which a stream starts only once its reader is done with the
+ * chunk before. Each chunk is valid until the next is asked for.
  */
-async function* fileChunks(path: string, range: ByteRange): AsyncGenerator<Buffer> {
+async function* fileChunks(path: string): AsyncGenerator<Buffer> {
   const file = await open(path, "r");
   const buffers = [Buffer.allocUnsafe(FILE_CHUNK_BYTES), Buffer.allocUnsafe(FILE_CHUNK_BYTES)];
-  const readAt = (buffer: Buffer, position: number) => file.read(buffer, 0, Math.max(0, Math.min(FILE_CHUNK_BYTES, range.end - position)), position);
-  let position = range.start;
-  let next = readAt(buffers[0]!, position);
+  let next = file.read(buffers[0]!, 0, FILE_CHUNK_BYTES, null);
   try {
     for (let k = 1; ; k++) {
       const { bytesRead, buffer } = await next;
       if (bytesRead === 0) return;
-      position += bytesRead;
-      next = readAt(buffers[k % 2]!, position);
+      next = file.read(buffers[k % 2]!, 0, FILE_CHUNK_BYTES, null);
       yield buffer.subarray(0, bytesRead);
     }
   } finally {
@@ -120,11 +89,7 @@ class LineSplitter {
   private partial: Buffer[] = [];
   private afterCr = false;
 
-  /** @param atFileStart whether the bytes start a file (or stream): only then may the first line begin with a byte-order mark. */
-  constructor(
-    private readonly onLine: ByteLineHandler,
-    private readonly atFileStart: boolean,
-  ) {}
+  constructor(private readonly onLine: ByteLineHandler) {}
 
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
@@ -167,7 +132,7 @@ class LineSplitter {
 
   private emit(bytes: Buffer, start: number, end: number): void {
     this.line++;
-    if (this.line === 1 && this.atFileStart) start += byteOrderMarkLength(bytes, start, end);
+    if (this.line === 1) start += byteOrderMarkLength(bytes, start, end);
     this.onLine(bytes, start, end, this.line);
   }
 }

@@ -32,7 +32,6 @@
  * validate/references.ts checks what survives against the store. This module composes them.
  */
 import type { IngestBatch } from "../store/store.js";
-import { TokenNames, type TokenBatch } from "./line-tokens.js";
 import { ErrorLog } from "./validate/error-log.js";
 import { LINE_SPAN, LoadState, type StoredGraph } from "./validate/load-state.js";
 import { batchOf, netEffect } from "./validate/net-effect.js";
@@ -61,10 +60,6 @@ export interface LoadValidator {
   addLineBytes(bytes: Buffer, start: number, end: number, source: number, line: number): void;
   /** Checks one already-parsed record. */
   addRecord(value: unknown, source: number, line: number): void;
-  /** The numbering of one worker's names (line-tokens.ts) as the load's: one per part of a file read on a worker. */
-  tokenNames(): TokenNames;
-  /** addLineBytes of each line a batch of tokens stands for, in order; their lines follow the source's first `lineOffset`. */
-  addTokens(batch: TokenBatch, names: TokenNames, source: number, lineOffset: number): void;
   /** Records an error found outside any record; line 0 cites the source alone. */
   reject(source: number, line: number, reason: string): void;
   /** Runs the checks that need the whole load and the store; throws IngestValidationError on any error. */
@@ -119,14 +114,6 @@ class Validation implements LoadValidator {
 
   addRecord(value: unknown, source: number, line: number): void {
     this.reader.addRecord(value, source, line);
-  }
-
-  tokenNames(): TokenNames {
-    return new TokenNames(this.state.relationIds, this.state.descriptions);
-  }
-
-  addTokens(batch: TokenBatch, names: TokenNames, source: number, lineOffset: number): void {
-    this.reader.addTokens(batch, names, source, lineOffset);
   }
 
   reject(source: number, line: number, reason: string): void {

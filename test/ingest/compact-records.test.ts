@@ -3,7 +3,6 @@ import { CompactEdge, CompactRelease } from "../../src/ingest/compact-records.js
 import { ingestRecords, IngestValidationError } from "../../src/ingest/ingest.js";
 import { createPrng } from "../../src/synthetic/prng.js";
 import { createLoadValidator } from "../../src/ingest/validate.js";
-import { LineTokenizer } from "../../src/ingest/line-tokens.js";
 import { createMemoryStore } from "../../src/store/memory/memory-store.js";
 import type { GraphStore } from "../../src/store/store.js";
 import { addr, userLine } from "./helpers.js";
@@ -138,28 +137,14 @@ describe("validation of lines as bytes and as text", () => {
 
   afterAll(() => store.close());
 
-  /**
-   * The load's outcome through `add`: the batch handed to the store, or the error report. "tokens"
-   * reads lines from `cut` on as a worker would (line-tokens.ts), in batches of `perBatch` lines.
-   */
-  async function outcome(lines: readonly string[], add: "text" | "bytes" | "tokens", cut = 0, perBatch = 1): Promise<unknown> {
+  /** The load's outcome through `add`: the batch handed to the store, or the error report. */
+  async function outcome(lines: readonly string[], add: "text" | "bytes"): Promise<unknown> {
     const validator = createLoadValidator({ sources: ["load"] });
-    const ownLines = add === "tokens" ? lines.slice(0, cut) : lines;
-    ownLines.forEach((line, i) => {
+    lines.forEach((line, i) => {
       if (add === "text") return validator.addLine(line, 0, i + 1);
       const bytes = Buffer.from(line);
       validator.addLineBytes(bytes, 0, bytes.length, 0, i + 1);
     });
-    if (add === "tokens") {
-      const tokenizer = new LineTokenizer();
-      const names = validator.tokenNames();
-      lines.slice(cut).forEach((line, i) => {
-        const bytes = Buffer.from(line);
-        tokenizer.add(bytes, 0, bytes.length, i + 1);
-        if ((i + 1) % perBatch === 0) validator.addTokens(tokenizer.take(), names, 0, cut);
-      });
-      validator.addTokens(tokenizer.take(), names, 0, cut);
-    }
     try {
       return { records: validator.records, batch: await validator.finish(store) };
     } catch (error) {
@@ -202,7 +187,6 @@ describe("validation of lines as bytes and as text", () => {
       }
       const asText = await outcome(lines, "text");
       expect(await outcome(lines, "bytes")).toEqual(asText);
-      expect(await outcome(lines, "tokens", rng.int(lines.length + 1), 1 + rng.int(4))).toEqual(asText);
       if ((asText as { batch?: unknown }).batch) valid++;
     }
     // Both ways must have been exercised: compact lines, and loads that pass as well as fail.

@@ -4,8 +4,7 @@
  * the load as a whole is worked out once the load is read (net-effect.ts, references.ts).
  */
 import type { UserInput } from "../../store/store.js";
-import { CompactEdge, CompactRelease, spellSame } from "../compact-records.js";
-import { ALL, REMOVE, TOKEN, type TokenBatch, type TokenNames } from "../line-tokens.js";
+import { CompactEdge, CompactRelease } from "../compact-records.js";
 import type { ErrorLog } from "./error-log.js";
 import {
   ASSET_FIELDS,
@@ -99,85 +98,28 @@ export class RecordReader {
    */
   private addCompactEdge(bytes: Buffer, edge: CompactEdge, at: number): boolean {
     if (spellSame(bytes, edge.firstStart, edge.firstEnd, edge.secondStart, edge.secondEnd)) return false;
+    this.records++;
     const state = this.state;
     const first = state.relationIds.indexOfBytes(bytes, edge.firstStart, edge.firstEnd);
     const second = state.relationIds.indexOfBytes(bytes, edge.secondStart, edge.secondEnd);
+    const op = edge.remove ? DELETE : UPSERT;
     if (edge.kind === "follow") {
-      this.pushFollow(first, second, edge.remove, at);
+      state.followFrom.push(first);
+      state.followTo.push(second);
+      state.followOp.push(op);
+      state.followAt.push(at);
+      if (op === DELETE) state.followDeletes++;
       return true;
     }
     const description = edge.descriptionAscii
       ? state.descriptions.indexOfBytes(bytes, edge.descriptionStart, edge.descriptionEnd)
       : state.descriptions.indexOf(bytes.toString("utf8", edge.descriptionStart, edge.descriptionEnd));
-    this.pushFriend(first, second, description, edge.remove, at);
-    return true;
-  }
-
-  /** A compact follow, its names numbered: what addFollow keeps of it. */
-  private pushFollow(from: number, to: number, remove: boolean, at: number): void {
-    const state = this.state;
-    this.records++;
-    state.followFrom.push(from);
-    state.followTo.push(to);
-    state.followOp.push(remove ? DELETE : UPSERT);
-    state.followAt.push(at);
-    if (remove) state.followDeletes++;
-  }
-
-  /** A compact friend record, its names and description numbered: what addFriend keeps of it. */
-  private pushFriend(a: number, b: number, description: number, remove: boolean, at: number): void {
-    const state = this.state;
-    this.records++;
-    state.friendA.push(a);
-    state.friendB.push(b);
+    state.friendA.push(first);
+    state.friendB.push(second);
     state.friendDescription.push(description);
-    state.friendOp.push(remove ? DELETE : UPSERT);
+    state.friendOp.push(op);
     state.friendAt.push(at);
-  }
-
-  /**
-   * Reads a batch of tokens (line-tokens.ts) of lines of `source` that follow its first `lineOffset`
-   * lines: each does what its line does in addLineBytes, in the same order.
-   */
-  addTokens(batch: TokenBatch, names: TokenNames, source: number, lineOffset: number): void {
-    names.learn(batch);
-    const { tokens, lines } = batch;
-    const base = source * LINE_SPAN + lineOffset;
-    let text = 0;
-    for (let i = 0; i < tokens.length; ) {
-      const kind = tokens[i]!;
-      const line = tokens[i + 1]!;
-      if (kind === TOKEN.line) {
-        this.addLine(lines[text++]!, source, lineOffset + line);
-        i += 2;
-        continue;
-      }
-      const flags = tokens[i + 2]!;
-      const remove = (flags & REMOVE) !== 0;
-      if (kind === TOKEN.release) {
-        const releaser = names.name(tokens[i + 3]!);
-        const count = tokens[i + 4]!;
-        let peers: "*" | number[] = "*";
-        if ((flags & ALL) === 0) {
-          const listed: number[] = [];
-          for (let k = 0; k < count; k++) listed.push(names.name(tokens[i + 5 + k]!));
-          peers = listed.length > 1 ? [...new Set(listed)] : listed;
-        }
-        this.records++;
-        this.setRelease(releaser, peers, base + line, remove);
-        i += 5 + count;
-        continue;
-      }
-      const first = names.name(tokens[i + 3]!);
-      const second = names.name(tokens[i + 4]!);
-      if (kind === TOKEN.follow) {
-        this.pushFollow(first, second, remove, base + line);
-        i += 5;
-      } else {
-        this.pushFriend(first, second, names.description(tokens[i + 5]!), remove, base + line);
-        i += 6;
-      }
-    }
+    return true;
   }
 
   addRecord(value: unknown, source: number, line: number): void {
@@ -325,6 +267,13 @@ export class RecordReader {
     this.addressIntern.set(address, address);
     return address;
   }
+}
+
+/** Whether bytes[start1, end1) and bytes[start2, end2) are the same. */
+function spellSame(bytes: Buffer, start1: number, end1: number, start2: number, end2: number): boolean {
+  if (end1 - start1 !== end2 - start2) return false;
+  for (let k = 0; k < end1 - start1; k++) if (bytes[start1 + k] !== bytes[start2 + k]) return false;
+  return true;
 }
 
 /** Adds `values` to the set at `key`. */

@@ -98,9 +98,9 @@ export async function planUnit(
   // Looked up while the rest is planned: the other plans read nothing these lookups tell.
   const storedDeletes = storedEdgeDeletes(redis, relations, deleteIds);
   storedDeletes.catch(() => {});
-  // The three read only the state before the unit and what is planned above, not each other: one
-  // plans while Redis answers another's reads.
-  const [userPlan, deletes, releases] = await Promise.all([planUsers(redis, batch, users, idOf, erased), planAssetDeletes(redis, batch), planReleases(redis, batch, idOf)]);
+  const userPlan = await planUsers(redis, batch, users, idOf, erased);
+  const deletes = await planAssetDeletes(redis, batch);
+  const releases = await planReleases(redis, batch, idOf);
   const { friendDeletes, followDeletes } = await storedDeletes;
   return {
     records: recordCount(batch),
