@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createReadStream } from "node:fs";
-import { stat, writeFile } from "node:fs/promises";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pipeline } from "node:stream/promises";
@@ -36,7 +36,27 @@ export interface CeilingOptions {
   seed: string;
   /** Also compare DEBUG DIGEST after each run with the first ingest's (slow: tens of seconds on the large store). */
   digest?: boolean;
+  /**
+   * Another build's dist/src/cli/main.js: each trial also times its `relgraph ingest` from the same
+   * stored graph, right after this build's, so that a change to the writer is measured in pairs.
+   */
+  against?: string;
+  /**
+   * Keep the work directory's generated inputs and saved store for the next run with the same users,
+   * changes and seed, which then starts from them (the dataset's generation and load take minutes).
+   */
+  reuse?: boolean;
   log(line: string): void;
+}
+
+/** One trial: each run starts from the same stored graph. */
+export interface CeilingTrial {
+  ingest: CeilingRun;
+  /** `relgraph ingest --dry-run`: reading and validating the load (against the store too), writing nothing. */
+  validate: CeilingRun;
+  replay: CeilingRun;
+  /** The other build's ingest, when CeilingOptions.against names one. */
+  against: CeilingRun | null;
 }
 
 /** One timed run: wall time and the CPU the redis-server used during it. */
@@ -54,8 +74,8 @@ export interface CeilingResult {
   capturedBytes: number;
   /** Replies of the last replay that were errors. */
   replayErrors: number;
-  /** Per trial, relgraph ingest and then the replay of its bytes, each from the same stored graph. */
-  trials: { ingest: CeilingRun; replay: CeilingRun }[];
+  /** Per trial, relgraph ingest, its validation alone and the replay of its bytes, each from the same stored graph. */
+  trials: CeilingTrial[];
   /** Whether every replay left the store as the ingest did (null when digests were not asked for). */
   sameState: boolean | null;
 }
@@ -63,14 +83,26 @@ export interface CeilingResult {
 /** Generates the bench's dataset and change records, loads the dataset into a private redis-server, and times ingest against replay. */
 export async function measureRedisCeiling(options: CeilingOptions): Promise<CeilingResult> {
   const { seed } = options;
-  options.log(`ceiling: generating ${options.users.toLocaleString("en-US")} users (seed "${seed}") …`);
-  const dataset = await createDataset({ users: options.users, seed, file: path.join(options.work, "dataset.jsonl"), ...BENCH_DATASET });
-  const spare = new Set(dataset.wallets.map((wallet) => wallet.relationId));
   const changes = path.join(options.work, "changes.jsonl");
-  const lines = [...throughputChanges("ingest", { users: options.users, seed, changeRecords: options.changeRecords, storedEdges: dataset.storedEdges, spare })];
-  await writeFile(changes, `${lines.join("\n")}\n`);
+  const saved = path.join(options.work, "ceiling.rdb");
+  const inputs = path.join(options.work, "ceiling-inputs.json");
+  const wanted = JSON.stringify({ users: options.users, changeRecords: options.changeRecords, seed });
+  const reused = options.reuse === true && (await readFile(inputs, "utf8").catch(() => "")) === wanted;
+  if (!reused) {
+    options.log(`ceiling: generating ${options.users.toLocaleString("en-US")} users (seed "${seed}") …`);
+    const dataset = await createDataset({ users: options.users, seed, file: path.join(options.work, "dataset.jsonl"), ...BENCH_DATASET });
+    const spare = new Set(dataset.wallets.map((wallet) => wallet.relationId));
+    const lines = [...throughputChanges("ingest", { users: options.users, seed, changeRecords: options.changeRecords, storedEdges: dataset.storedEdges, spare })];
+    await writeFile(changes, `${lines.join("\n")}\n`);
+    await rm(saved, { force: true });
+    await rm(inputs, { force: true });
+  } else {
+    options.log(`ceiling: reusing the dataset and change records of ${options.work}`);
+  }
+  const records = (await readFile(changes, "utf8")).split("\n").filter((line) => line.trim() !== "").length;
 
   const port = await freePort();
+  // Started on the saved store, when it is reused: redis-server loads its dbfilename at start.
   const server = await start(
     "redis-server",
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", options.work, "--dbfilename", "ceiling.rdb", "--enable-debug-command", "local"],
@@ -80,26 +112,30 @@ export async function measureRedisCeiling(options: CeilingOptions): Promise<Ceil
   const redis = createClient({ url: env.REDIS_URL });
   await redis.connect();
   try {
-    options.log(`ceiling: loading the dataset (${dataset.records.toLocaleString("en-US")} records) …`);
-    const load = await run(process.execPath, [...loadHeapFlags(options.users), MAIN, "ingest", dataset.file], env, "  load: ");
-    if (load.code !== 0) throw new Error(`relgraph ingest of the dataset failed (exit ${load.code}): ${load.stderr.slice(-1_000)}`);
-    await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
-    await redis.sendCommand(["SAVE"]);
+    if (!reused) {
+      const dataset = path.join(options.work, "dataset.jsonl");
+      options.log(`ceiling: loading the dataset …`);
+      const load = await run(process.execPath, [...loadHeapFlags(options.users), MAIN, "ingest", dataset], env, "  load: ");
+      if (load.code !== 0) throw new Error(`relgraph ingest of the dataset failed (exit ${load.code}): ${load.stderr.slice(-1_000)}`);
+      await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
+      await redis.sendCommand(["SAVE"]);
+      if (options.reuse) await writeFile(inputs, wanted);
+    }
 
     const restore = async () => {
       await redis.sendCommand(["DEBUG", "RELOAD", "NOSAVE"]);
       await awaitKeyspaceRehash(redis, REHASH_TIMEOUT_MS);
     };
     const digest = async () => (options.digest ? redis.sendCommand<string>(["DEBUG", "DIGEST"]) : null);
-    const timed = async (body: () => Promise<void>): Promise<CeilingRun> => {
+    const timed = async (body: () => Promise<void>, writes = true): Promise<CeilingRun> => {
       const cpuBefore = await cpuSeconds(server.pid);
       const started = performance.now();
       await body();
       const seconds = (performance.now() - started) / 1000;
-      return { seconds, redisCpuSeconds: (await cpuSeconds(server.pid)) - cpuBefore, digest: await digest() };
+      return { seconds, redisCpuSeconds: (await cpuSeconds(server.pid)) - cpuBefore, digest: writes ? await digest() : null };
     };
-    const ingest = async (extraArgs: string[], extraEnv: Record<string, string>) => {
-      const result = await run(process.execPath, [...extraArgs, MAIN, "ingest", changes], { ...env, ...extraEnv }, "  changes: ");
+    const ingest = async (extraArgs: string[], extraEnv: Record<string, string>, main = MAIN, ingestArgs: string[] = []) => {
+      const result = await run(process.execPath, [...extraArgs, main, "ingest", ...ingestArgs, changes], { ...env, ...extraEnv }, "  changes: ");
       if (result.code !== 0) throw new Error(`relgraph ingest of the changes failed (exit ${result.code}): ${result.stderr.slice(-1_000)}`);
     };
 
@@ -114,20 +150,40 @@ export async function measureRedisCeiling(options: CeilingOptions): Promise<Ceil
     let replayErrors = 0;
     for (let trial = 1; trial <= options.trials; trial++) {
       await restore();
-      const ingestRun = await timed(() => ingest([], {}));
+      // Writes nothing, so the next run needs no restore: it starts from the store this one validated against.
+      const validateRun = await timed(() => ingest([], {}, MAIN, ["--dry-run"]), false);
+      let ingestRun: CeilingRun;
+      let againstRun: CeilingRun | null = null;
+      const against = options.against;
+      if (!against) {
+        ingestRun = await timed(() => ingest([], {}));
+      } else if (trial % 2 === 1) {
+        // Paired runs alternate which build goes first, so that a drift of the machine falls on both alike.
+        ingestRun = await timed(() => ingest([], {}));
+        await restore();
+        againstRun = await timed(() => ingest([], {}, against));
+      } else {
+        againstRun = await timed(() => ingest([], {}, against));
+        await restore();
+        ingestRun = await timed(() => ingest([], {}));
+      }
       await restore();
       const replayRun = await timed(async () => {
         replayErrors = await replay(port, captured);
       });
-      trials.push({ ingest: ingestRun, replay: replayRun });
+      trials.push({ ingest: ingestRun, validate: validateRun, replay: replayRun, against: againstRun });
+      const first = trials[0]!.ingest.digest;
+      const shown = (run: CeilingRun) =>
+        `${run.seconds.toFixed(2)} s (Redis CPU ${run.redisCpuSeconds.toFixed(2)} s${run.digest === null ? "" : run.digest === first ? ", same store" : ", ANOTHER STORE"})`;
       options.log(
-        `ceiling: trial ${trial}: relgraph ingest ${ingestRun.seconds.toFixed(2)} s (Redis CPU ${ingestRun.redisCpuSeconds.toFixed(2)} s), ` +
-          `replay ${replayRun.seconds.toFixed(2)} s (Redis CPU ${replayRun.redisCpuSeconds.toFixed(2)} s)`,
+        `ceiling: trial ${trial}: relgraph ingest ${shown(ingestRun)}, ` +
+          (againstRun ? `the other build's ${shown(againstRun)}, ` : "") +
+          `validation alone ${shown(validateRun)}, replay ${shown(replayRun)}`,
       );
     }
-    const digests = trials.flatMap(({ ingest: i, replay: r }) => [i.digest, r.digest]);
+    const digests = trials.flatMap(({ ingest: i, replay: r, against: a }) => [i.digest, r.digest, ...(a ? [a.digest] : [])]);
     return {
-      records: lines.length,
+      records,
       capturedBytes,
       replayErrors,
       trials,

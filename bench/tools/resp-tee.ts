@@ -1,5 +1,6 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 import net from "node:net";
+import { isMainThread } from "node:worker_threads";
 
 /*
  * A lab instrument, loaded into a relgraph process with `node --import`: every byte the process
@@ -19,8 +20,11 @@ if (!Number.isInteger(port) || port <= 0 || !file) {
   throw new Error("resp-tee: set RESP_TEE_PORT (the Redis port) and RESP_TEE_FILE (where the bytes go)");
 }
 
-const out = openSync(file, "w");
-process.once("exit", () => closeSync(out));
+// `--import` loads this into every worker thread too, and a second copy would truncate the file the
+// main thread writes. Only the main thread talks to Redis (ingest's workers read files): the copy
+// in a worker stands aside.
+const out = isMainThread ? openSync(file, "w") : -1;
+if (isMainThread) process.once("exit", () => closeSync(out));
 /** Sockets connected (or connecting) to the port: a socket's remote port is unknown until it connects, and writes made before then are buffered by Node, not lost. */
 const toRedis = new WeakSet<net.Socket>();
 
@@ -34,7 +38,7 @@ net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
 
 const write = net.Socket.prototype.write as (this: net.Socket, ...args: unknown[]) => boolean;
 net.Socket.prototype.write = function (this: net.Socket, ...args: unknown[]) {
-  if (toRedis.has(this)) {
+  if (out !== -1 && toRedis.has(this)) {
     const [chunk, encoding] = args;
     const bytes = typeof chunk === "string" ? Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8") : (chunk as Uint8Array);
     writeSync(out, bytes);
