@@ -1,4 +1,3 @@
-import type { Projection } from "../../src/chain/answer-parser.js";
 import type { RpcCall, RpcClient } from "../../src/chain/rpc-client.js";
 
 /*
@@ -32,12 +31,11 @@ export function recordingClient(client: RpcClient): { client: RpcClient; request
     }
   };
   const recording: RpcClient = {
-    call: <T>(method: string, params: unknown[], projection?: Projection) =>
-      noted({ jsonrpc: "2.0", id: nextId++, method, params }, () => client.call<T>(method, params, projection)),
-    batch: <T>(calls: readonly RpcCall[], projection?: Projection) =>
+    call: <T>(method: string, params: unknown[]) => noted({ jsonrpc: "2.0", id: nextId++, method, params }, () => client.call<T>(method, params)),
+    batch: <T>(calls: readonly RpcCall[]) =>
       noted(
         calls.map((call) => ({ jsonrpc: "2.0", id: nextId++, method: call.method, params: call.params })),
-        () => client.batch<T>(calls, projection),
+        () => client.batch<T>(calls),
       ),
     errors: () => client.errors(),
     close: () => client.close(),

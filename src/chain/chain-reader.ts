@@ -92,7 +92,7 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
       if (addressFilter !== undefined) filter.address = addressFilter;
       let answer: unknown;
       try {
-        answer = await rpc.call("eth_getLogs", [filter], "logs");
+        answer = await rpc.call("eth_getLogs", [filter]);
       } catch (error) {
         if (!isTooManyResults(error) || end === start) throw error;
         setRange(Math.max(1, Math.floor((end - start + 1) / 2)), (error as RpcResponseError).rpcMessage);
@@ -145,10 +145,7 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
             const start = starts[index]!;
             const numbers: number[] = [];
             for (let n = start; n <= Math.min(to, start + BLOCKS_PER_BATCH - 1); n++) numbers.push(n);
-            const answers = await rpc.batch(
-              numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })),
-              "block",
-            );
+            const answers = await rpc.batch(numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })));
             const batch: ChainBlock[] = [];
             for (const [i, answer] of answers.entries()) {
               const block = readBlock(answer, numbers[i]!, true);

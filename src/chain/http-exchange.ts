@@ -12,8 +12,8 @@ export interface HttpAnswer {
   status: number;
   /** The Retry-After header, when present. */
   retryAfter: string | null;
-  /** The body, in a buffer of its own (it may be moved to another thread). */
-  bytes: ArrayBuffer;
+  /** The body. */
+  bytes: Buffer;
 }
 
 /** Thrown when no answer came (no connection, a reset, a timeout before the status). */
@@ -61,15 +61,9 @@ export function postJson(url: string, body: string, signal: AbortSignal): Promis
         if (!response.complete) reject(new AnswerCutShortError("the connection closed before the answer's end"));
       });
       response.once("end", () => {
-        // Copied into a buffer of its own: a small Buffer may share its memory with others.
-        const bytes = new Uint8Array(length);
-        let at = 0;
-        for (const chunk of chunks) {
-          bytes.set(chunk, at);
-          at += chunk.length;
-        }
+        const bytes = Buffer.concat(chunks, length);
         const retryAfter = response.headers["retry-after"];
-        resolve({ status: response.statusCode ?? 0, retryAfter: typeof retryAfter === "string" ? retryAfter : null, bytes: bytes.buffer });
+        resolve({ status: response.statusCode ?? 0, retryAfter: typeof retryAfter === "string" ? retryAfter : null, bytes });
       });
     });
     request.end(body);

@@ -1,5 +1,4 @@
 import { AnswerCutShortError, postJson, type HttpAnswer } from "./http-exchange.js";
-import { inlineAnswerParser, type AnswerParser, type Projection } from "./answer-parser.js";
 
 /**
  * JSON-RPC 2.0 over HTTP (http-exchange.ts), to one or more endpoints of the same chain. An endpoint that
@@ -66,27 +65,24 @@ export interface RpcClientOptions extends RpcEvents {
   maxRetryAfterMs?: number;
   /** Randomness for the jitter (tests make it fixed). */
   random?: () => number;
-  /** Where answers are parsed (answer-parser.ts), closed with the client; default: on the calling thread. */
-  parser?: AnswerParser;
 }
 
 /** A JSON-RPC client over several endpoints. */
 export interface RpcClient {
-  /**
-   * Calls one method; resolves with its result, rejects with RpcResponseError (or RpcClosedError).
-   * With a projection, the result keeps only the fields it names (answer-parser.ts).
-   */
-  call<T = unknown>(method: string, params: unknown[], projection?: Projection): Promise<T>;
+  /** Calls one method; resolves with its result, rejects with RpcResponseError (or RpcClosedError). */
+  call<T = unknown>(method: string, params: unknown[]): Promise<T>;
   /**
    * Calls several methods in one HTTP request (a JSON-RPC batch); resolves with each result in
    * order. An error object in any answer rejects the whole batch with that RpcResponseError.
    */
-  batch<T = unknown>(calls: readonly RpcCall[], projection?: Projection): Promise<T[]>;
+  batch<T = unknown>(calls: readonly RpcCall[]): Promise<T[]>;
   /** Requests that failed, over every endpoint, since the start. */
   errors(): number;
-  /** Stops every call in progress and every wait (they reject with RpcClosedError), and closes the parser. */
+  /** Stops every call in progress and every wait (they reject with RpcClosedError). */
   close(): void;
 }
+
+const decoder = new TextDecoder();
 
 const DEFAULTS = { timeoutMs: 15_000, baseBackoffMs: 250, maxBackoffMs: 30_000, maxRetryAfterMs: 120_000 };
 
@@ -102,8 +98,7 @@ interface Endpoint {
 /** Creates a client over `urls`; the first healthy endpoint in order of preference takes each request. */
 export function createRpcClient(options: RpcClientOptions): RpcClient {
   if (options.urls.length === 0) throw new Error("no RPC endpoint given");
-  const { parser = inlineAnswerParser(), ...timing } = options;
-  const settings = { ...DEFAULTS, ...definedOnly(timing) };
+  const settings = { ...DEFAULTS, ...definedOnly(options) };
   const random = options.random ?? Math.random;
   const endpoints: Endpoint[] = options.urls.map((url) => ({ url, label: safeLabel(url), failures: 0, notBefore: 0 }));
   const closing = new AbortController();
@@ -135,7 +130,7 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
   }
 
   /** Sends one request body until some endpoint gives a JSON-RPC answer; resolves with the parsed body. */
-  async function send(body: unknown, projection: Projection | undefined, check: (answer: unknown) => string | null): Promise<{ answer: unknown; endpoint: Endpoint }> {
+  async function send(body: unknown, check: (answer: unknown) => string | null): Promise<{ answer: unknown; endpoint: Endpoint }> {
     const text = JSON.stringify(body);
     for (;;) {
       const endpoint = await pick();
@@ -153,9 +148,8 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
       }
       let answer: unknown;
       try {
-        answer = await parser.parse(response.bytes, projection);
+        answer = JSON.parse(decoder.decode(response.bytes));
       } catch {
-        if (closing.signal.aborted) throw new RpcClosedError();
         setAside(endpoint, `HTTP ${response.status} with an answer that is not JSON`, null);
         continue;
       }
@@ -178,18 +172,18 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
   }
 
   const client: RpcClient = {
-    async call<T>(method: string, params: unknown[], projection?: Projection): Promise<T> {
+    async call<T>(method: string, params: unknown[]): Promise<T> {
       const id = nextId++;
-      const { answer, endpoint } = await send({ jsonrpc: "2.0", id, method, params }, projection, (answer) => answerProblem(answer, id));
+      const { answer, endpoint } = await send({ jsonrpc: "2.0", id, method, params }, (answer) => answerProblem(answer, id));
       return resultOf<T>(method, answer as Record<string, unknown>, endpoint);
     },
-    async batch<T>(calls: readonly RpcCall[], projection?: Projection): Promise<T[]> {
+    async batch<T>(calls: readonly RpcCall[]): Promise<T[]> {
       if (calls.length === 0) return [];
-      if (batchesRefused) return Promise.all(calls.map((call) => client.call<T>(call.method, call.params, projection)));
+      if (batchesRefused) return Promise.all(calls.map((call) => client.call<T>(call.method, call.params)));
       const first = nextId;
       nextId += calls.length;
       const body = calls.map((call, i) => ({ jsonrpc: "2.0", id: first + i, method: call.method, params: call.params }));
-      const { answer, endpoint } = await send(body, projection, (answer) => {
+      const { answer, endpoint } = await send(body, (answer) => {
         // A provider that does not take batches answers with one error object: the calls go one
         // by one from then on.
         if (!Array.isArray(answer) && answerProblem(answer, null) === null && (answer as Record<string, unknown>).error) return null;
@@ -205,17 +199,14 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
       });
       if (!Array.isArray(answer)) {
         batchesRefused = true;
-        return Promise.all(calls.map((call) => client.call<T>(call.method, call.params, projection)));
+        return Promise.all(calls.map((call) => client.call<T>(call.method, call.params)));
       }
       // Answers may come in any order: they are matched by id.
       const byId = new Map((answer as Record<string, unknown>[]).map((item) => [item.id as number, item]));
       return calls.map((call, i) => resultOf<T>(call.method, byId.get(first + i)!, endpoint));
     },
     errors: () => failed,
-    close: () => {
-      closing.abort();
-      void parser.close();
-    },
+    close: () => closing.abort(),
   };
   return client;
 }

@@ -9,7 +9,6 @@ import { graphLedger } from "../../chain/graph-ledger.js";
 import { createIndexer, DEFAULT_UNIT_BLOCKS, LedgerMismatchError, type Finality } from "../../chain/indexer.js";
 import { progressMeter, statusLine } from "../../chain/progress.js";
 import { createRpcClient } from "../../chain/rpc-client.js";
-import { createAnswerParser } from "../../chain/answer-parser.js";
 import { createIndexMetrics } from "../../metrics/chain-metrics.js";
 import { serveMetrics } from "../../metrics/serve-metrics.js";
 import { createStore } from "../../store/index.js";
@@ -208,7 +207,6 @@ export async function runIndex(argv: string[], io: CommandIo): Promise<number> {
   }
   const rpc = createRpcClient({
     urls: args.rpc,
-    parser: createAnswerParser(),
     onEndpointError: (event) => logger.warn(event, "an RPC endpoint failed; it is set aside and retried"),
   });
   const chain = createChainReader(rpc, {
