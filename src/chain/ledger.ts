@@ -107,47 +107,29 @@ function inner<K, T>(outer: Map<K, T>, key: K, make: () => T): T {
   return value;
 }
 
-/** One contract's pairs: their values as read, as planned, and the stored values they were read from. */
-interface ContractPairs<V> {
-  before: Map<string, V>;
-  after: Map<string, V>;
-  stored: ReadonlyMap<string, string> | undefined;
-}
-
-/**
- * The state read for a unit, and the same state as planned, by contract then address. A block's
- * moves name a contract each: callers look a contract's pairs up once (of) and read and set
- * addresses within them, rather than finding the contract again per value.
- */
+/** The state read for a unit, and the same state as planned, by contract then address. */
 class Planned<V> {
-  private readonly contracts = new Map<string, ContractPairs<V>>();
+  private readonly contracts = new Map<string, { before: Map<string, V>; after: Map<string, V>; stored: ReadonlyMap<string, string> | undefined }>();
 
   constructor(
     private readonly stored: (contract: string) => ReadonlyMap<string, string> | undefined,
     private readonly decode: (value: string | undefined) => V,
   ) {}
 
-  /** One contract's pairs. */
-  of(contract: string): ContractPairs<V> {
-    let pairs = this.contracts.get(contract);
-    if (pairs === undefined) this.contracts.set(contract, (pairs = { before: new Map(), after: new Map(), stored: this.stored(contract) }));
-    return pairs;
-  }
-
-  /** The value as planned in `pairs`, read from the state at first. */
-  valueIn(pairs: ContractPairs<V>, address: string): V {
-    let value = pairs.after.get(address);
-    if (value === undefined) {
-      value = this.decode(pairs.stored?.get(address));
-      pairs.before.set(address, value);
-      pairs.after.set(address, value);
-    }
-    return value;
+  private of(contract: string) {
+    return inner(this.contracts, contract, () => ({ before: new Map<string, V>(), after: new Map<string, V>(), stored: this.stored(contract) }));
   }
 
   /** The value as planned, read from the state at first. */
   get(contract: string, address: string): V {
-    return this.valueIn(this.of(contract), address);
+    const maps = this.of(contract);
+    let value = maps.after.get(address);
+    if (value === undefined) {
+      value = this.decode(maps.stored?.get(address));
+      maps.before.set(address, value);
+      maps.after.set(address, value);
+    }
+    return value;
   }
 
   /** Sets the value as planned (after a get() of the same pair). */
@@ -212,22 +194,13 @@ export class UnitPlanner {
     }
     // Each balance the block changes, as it was before the block, by collection then holder.
     const before = keepUndo ? new Map<string, Map<string, [string, string, string | null]>>() : null;
-    let contract = "";
-    let pairs: ContractPairs<bigint> | null = null;
-    let firstBalances: Map<string, [string, string, string | null]> | undefined;
-    for (const move of facts.moves) {
-      // Moves of one collection come together (a log's, a block's): its pairs are found once per run.
-      if (pairs === null || move.contract !== contract) {
-        contract = move.contract;
-        pairs = this.balances.of(contract);
-        if (before !== null) {
-          firstBalances = before.get(contract);
-          if (firstBalances === undefined) before.set(contract, (firstBalances = new Map()));
-        }
+    for (const { contract, holder, delta } of facts.moves) {
+      const current = this.balances.get(contract, holder);
+      if (before !== null) {
+        const holders = inner(before, contract, () => new Map<string, [string, string, string | null]>());
+        if (!holders.has(holder)) holders.set(holder, [contract, holder, current === 0n ? null : current.toString()]);
       }
-      const current = this.balances.valueIn(pairs, move.holder);
-      if (firstBalances !== undefined && !firstBalances.has(move.holder)) firstBalances.set(move.holder, [contract, move.holder, current === 0n ? null : current.toString()]);
-      pairs.after.set(move.holder, current + move.delta);
+      this.balances.set(contract, holder, current + delta);
     }
     if (before !== null) {
       const balances = [...before.values()].flatMap((holders) => [...holders.values()]);
