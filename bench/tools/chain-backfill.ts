@@ -7,15 +7,19 @@ import { parseArgs } from "node:util";
 import { createChainReader } from "../../src/chain/chain-reader.js";
 import { createIndexer, type LedgerStore } from "../../src/chain/indexer.js";
 import { createRpcClient } from "../../src/chain/rpc-client.js";
+import { recordingClient, replayRequests, type ReplayResult } from "../measurements/rpc-floor.js";
 import { anvilBinary } from "../processes/anvil.js";
-import { freePort, installCleanup, run, start, stopAll } from "../processes/processes.js";
+import { cpuSeconds, freePort, installCleanup, run, start, stopAll } from "../processes/processes.js";
 import { ANVIL_HISTORY_ARGS, makeChainHistory } from "../workload/chain-history.js";
 
 /*
  * How fast does `relgraph index` backfill a chain, against `relgraph ingest` of the very records it
  * derives? A generated history (workload/chain-history.ts) on a private anvil; `relgraph index
  * --to-block HEAD --confirmations 0` into one fresh redis-server; the same derivation, unit by unit,
- * written to JSON Lines and loaded with `relgraph ingest` into another.
+ * written to JSON Lines and loaded with `relgraph ingest` into another. And the floor: the same
+ * JSON-RPC requests (recorded from that derivation's reader) replayed to anvil with the same batches
+ * and concurrency, answers read whole but not parsed (measurements/rpc-floor.ts): the time anvil
+ * alone needs, below which no indexer on this machine can go.
  *
  *   npm run build && node dist/bench/tools/chain-backfill.js [--transactions N] [--per-block N] [--seed S]
  */
@@ -56,7 +60,7 @@ async function main(): Promise<number> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   try {
     const anvilPort = await freePort();
-    await start(anvilBinary(), ["--host", "127.0.0.1", "--port", String(anvilPort), ...ANVIL_HISTORY_ARGS], { ready: /Listening on/ });
+    const anvil = await start(anvilBinary(), ["--host", "127.0.0.1", "--port", String(anvilPort), ...ANVIL_HISTORY_ARGS], { ready: /Listening on/ });
     const url = `http://127.0.0.1:${anvilPort}`;
     const history = await makeChainHistory({ url, users: Number(values.users), transactions: Number(values.transactions), perBlock: Number(values["per-block"]), seed: Number(values.seed), log });
     log(`history: ${history.transactions.toLocaleString("en-US")} transactions in blocks 1-${history.head}`);
@@ -97,7 +101,8 @@ async function main(): Promise<number> {
         }
       },
     };
-    const client = createRpcClient({ urls: [url] });
+    const recording = recordingClient(createRpcClient({ urls: [url] }));
+    const client = recording.client;
     const unitBlocks = values["unit-blocks"] ? Number(values["unit-blocks"]) : undefined;
     await createIndexer({ store: capture, chain: createChainReader(client, { contracts: null }), finality: { confirmations: 0 }, contracts: null, fromBlock: 0, toBlock: history.head, unitBlocks }).run();
     client.close();
@@ -106,6 +111,16 @@ async function main(): Promise<number> {
     const ingestRedis = await redisServer();
     const ingested = await run(process.execPath, [CLI, "ingest", file], { REDIS_URL: ingestRedis, LOG_LEVEL: "warn" }, "ingest: ");
     if (ingested.code !== 0) throw new Error(`relgraph ingest exited ${ingested.code}`);
+
+    // The floor: the median of a few replays (each a few seconds), with anvil's CPU time over them.
+    const replays: (ReplayResult & { anvilCpuSeconds: number })[] = [];
+    for (let i = 0; i < FLOOR_REPLAYS; i++) {
+      const cpuBefore = await cpuSeconds(anvil.pid);
+      const replay = await replayRequests(url, recording.requests);
+      replays.push({ ...replay, anvilCpuSeconds: (await cpuSeconds(anvil.pid)) - cpuBefore });
+      log(`floor: replay ${i + 1} of ${FLOOR_REPLAYS}: ${replay.requests} requests, ${(replay.answerBytes / 1e6).toFixed(1)} MB of answers in ${replay.seconds.toFixed(2)} s`);
+    }
+    const floor = replays.sort((x, y) => x.seconds - y.seconds)[Math.floor(replays.length / 2)]!;
 
     const result = {
       transactions: history.transactions,
@@ -117,6 +132,13 @@ async function main(): Promise<number> {
       ingestSeconds: round(ingested.seconds),
       ingestRecordsPerSecond: Math.round(written / ingested.seconds),
       indexOverIngest: round(ingested.seconds / indexed.seconds),
+      floorSeconds: round(floor.seconds),
+      floorRequests: floor.requests,
+      floorAnswerMegabytes: round(floor.answerBytes / 1e6),
+      floorAnvilCpuSeconds: round(floor.anvilCpuSeconds),
+      // The target's ratio (ingest ÷ index) can reach at best ingest ÷ floor: 0.5 needs floorOverIngest ≤ 2.
+      floorOverIngest: round(floor.seconds / ingested.seconds),
+      ingestOverFloor: round(ingested.seconds / floor.seconds),
     };
     if (records !== written) log(`note: relgraph index reported ${records} records, the derivation here ${written}`);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
@@ -125,6 +147,9 @@ async function main(): Promise<number> {
     await stopAll();
   }
 }
+
+/** Replays of the floor; the tool reports the median. */
+const FLOOR_REPLAYS = 3;
 
 function round(value: number): number {
   return Math.round(value * 100) / 100;
