@@ -10,6 +10,7 @@ import { RELATION_ID_INDEX } from "../src/store/redis/keys.js";
 import { TRACKING_CLIENT_NAME } from "../src/store/redis/tracking.js";
 import { effectiveCores } from "./load/calibrate.js";
 import { BENCH_DATASET, createDataset, loadHeapFlags, type Dataset } from "./workload/dataset.js";
+import { measureChain, renderChain, type ChainResult } from "./measurements/chain.js";
 import { measureLiving, type LivingResult } from "./measurements/living.js";
 import { measureOp, type BenchTargets, type OpResult } from "./measurements/measure.js";
 import { measurePrivate, renderPrivate, type PrivateResult } from "./measurements/private.js";
@@ -65,6 +66,14 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   const startedAt = new Date();
   const cores = await effectiveCores();
   log(`bench: ${cores.reported} cores reported, ${cores.effective.toFixed(2)} cores of CPU time delivered to ${cores.reported} busy threads`);
+  // On processes of its own, before the serving bench starts any: nothing else runs beside it.
+  const chain = options.chain ? await measureChain(options, log) : null;
+  if (chain && options.only.length === 0 && options.living.length === 0 && !options.protocols && !options.private) {
+    process.stdout.write(`${renderChain(chain)}\n`);
+    const file = await writeJson(options, startedAt, { startedAt: startedAt.toISOString(), options, machine: machineOf(cores), source: sourceState(), chain });
+    process.stdout.write(`Results: ${file}\n`);
+    return 0;
+  }
   log(`bench: generating ${options.users.toLocaleString("en-US")} users (seed "${options.seed}") …`);
   const dataset = await createDataset({
     users: options.users,
@@ -231,8 +240,9 @@ async function runBench(options: BenchOptions, work: string): Promise<number> {
   process.stdout.write(`${renderReport({ header, note: sharedCoresNote(cores.reported), ops, ingestion, memory, living, targets: checks })}\n`);
   if (protocols) process.stdout.write(`\n${renderProtocols(protocols)}\n`);
   if (privateAnswers) process.stdout.write(`\n${renderPrivate(privateAnswers)}\n`);
+  if (chain) process.stdout.write(`\n${renderChain(chain)}\n`);
   if (options.cpuProfDir) process.stdout.write(`CPU profiles of relgraph: ${options.cpuProfDir} (summarize with node dist/bench/tools/cpuprofile-summary.js FILE)\n`);
-  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, protocols, privateAnswers, checks, redisVersion, heapFlags, cores });
+  const file = await writeResults(options, startedAt, { dataset, ingestion, memory, ops, living, protocols, privateAnswers, chain, checks, redisVersion, heapFlags, cores });
   process.stdout.write(`Results: ${file}\n`);
   if (relgraphExit === null) return 0;
   process.stderr.write(`bench: relgraph exited during the run (${relgraphExit}); see the problems listed in the report\n`);
@@ -299,27 +309,18 @@ async function writeResults(
     living: LivingResult | null;
     protocols: ProtocolsResult | null;
     privateAnswers: PrivateResult | null;
+    chain: ChainResult | null;
     checks: ReturnType<typeof evaluateTargets>;
     redisVersion: string;
     heapFlags: string[];
     cores: { reported: number; effective: number };
   },
 ): Promise<string> {
-  await mkdir(options.resultsDir, { recursive: true });
-  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-  const file = path.join(options.resultsDir, `${options.size}-${stamp}.json`);
   const { dataset } = parts;
   const json = {
     startedAt: startedAt.toISOString(),
     options,
-    machine: {
-      cores: parts.cores.reported,
-      effectiveCores: parts.cores.effective,
-      cpu: os.cpus()[0]?.model.trim(),
-      memoryBytes: os.totalmem(),
-      node: process.version,
-      redis: parts.redisVersion,
-    },
+    machine: { ...machineOf(parts.cores), redis: parts.redisVersion },
     note: sharedCoresNote(parts.cores.reported),
     source: sourceState(),
     dataset: {
@@ -340,8 +341,21 @@ async function writeResults(
     living: parts.living,
     protocols: parts.protocols,
     privateAnswers: parts.privateAnswers,
+    chain: parts.chain,
     targets: parts.checks,
   };
+  return writeJson(options, startedAt, json);
+}
+
+function machineOf(cores: { reported: number; effective: number }) {
+  return { cores: cores.reported, effectiveCores: cores.effective, cpu: os.cpus()[0]?.model.trim(), memoryBytes: os.totalmem(), node: process.version };
+}
+
+/** Writes the run's figures to bench/results (or --results) and returns the file's path. */
+async function writeJson(options: BenchOptions, startedAt: Date, json: object): Promise<string> {
+  await mkdir(options.resultsDir, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+  const file = path.join(options.resultsDir, `${options.size}-${stamp}.json`);
   await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);
   return file;
 }

@@ -15,6 +15,12 @@ export const LIVING = ["ingest-changes", "feed-changes", "mf-mm-live", "rec-live
 export const PROTOCOLS = "protocols";
 /** The --only name of issue 35's encrypted-answer measurements (measurements/private.ts). */
 export const PRIVATE = "private";
+/**
+ * The --only name of issue 37's chain measurements (measurements/chain-backfill.ts and
+ * chain-freshness.ts): `relgraph index` backfilling a generated history on anvil against `relgraph
+ * ingest` of the same records, and a new block's time until a REST answer shows it.
+ */
+export const CHAIN = "chain";
 /** One living-graph measurement. */
 export type LivingId = (typeof LIVING)[number];
 
@@ -30,8 +36,8 @@ export type Via = (typeof VIAS)[number];
 
 /** Dataset sizes: small for CI, large for the issue's figures. */
 export const SIZES = {
-  small: { users: 10_000, durationSeconds: 2, changeRecords: 100_000 },
-  large: { users: 200_000, durationSeconds: 5, changeRecords: 1_000_000 },
+  small: { users: 10_000, durationSeconds: 2, changeRecords: 100_000, chainTransactions: 100_000, freshnessSamples: 50 },
+  large: { users: 200_000, durationSeconds: 5, changeRecords: 1_000_000, chainTransactions: 100_000, freshnessSamples: 150 },
 } as const;
 
 /** The bench's options, from argv. */
@@ -50,6 +56,12 @@ export interface BenchOptions {
   protocols: boolean;
   /** Whether --only selects the encrypted-answer measurements (PRIVATE; by default yes). */
   private: boolean;
+  /** Whether --only selects the chain measurements (CHAIN; by default yes). */
+  chain: boolean;
+  /** Transactions of the chain history the backfill indexes. */
+  chainTransactions: number;
+  /** Blocks timed for the chain's freshness. */
+  freshnessSamples: number;
   /** Whether the private measurements include the first decryption in Chromium (--chromium). */
   chromium: boolean;
   /** Change records for the ingest and feed throughput figures. */
@@ -90,10 +102,15 @@ Options:
                        living graph: ${LIVING.join(", ")};
                        ${PROTOCOLS}: issue 16's protocol ratios under h2load, when installed;
                        ${PRIVATE}: issue 35's encrypted answers beside mutualFriend, with a 2-of-3
-                       key network of processes (default all)
+                       key network of processes;
+                       ${CHAIN}: issue 37's relgraph index, its backfill of a generated history on
+                       anvil against relgraph ingest of the same records, and a new block's time
+                       until a REST answer shows it (default all)
   --changes N          change records for ingest-changes and feed-changes
                        (default ${SIZES.small.changeRecords} small, ${SIZES.large.changeRecords} large)
   --trials N           withdrawal latency trials (default 30)
+  --transactions N     transactions of the chain history for ${CHAIN}
+                       (default ${SIZES.small.chainTransactions} small, ${SIZES.large.chainTransactions} large)
   --via a,b            paths: ${VIAS.join(", ")} (default all)
   --connections N      HTTP connections / RPC calls in flight at saturation (default 50)
   --chromium           with ${PRIVATE}: also time the first decryption in headless Chromium
@@ -117,6 +134,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
         only: { type: "string" },
         changes: { type: "string" },
         trials: { type: "string", default: "30" },
+        transactions: { type: "string" },
         via: { type: "string" },
         connections: { type: "string", default: "50" },
         "cpu-prof": { type: "string" },
@@ -141,6 +159,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
     ...selection(values.only),
     changeRecords: values.changes === undefined ? SIZES[size].changeRecords : Math.round(positive("--changes", values.changes)),
     trials: Math.round(positive("--trials", values.trials)),
+    chainTransactions: values.transactions === undefined ? SIZES[size].chainTransactions : Math.round(positive("--transactions", values.transactions)),
+    freshnessSamples: SIZES[size].freshnessSamples,
     via: list("--via", values.via, VIAS),
     connections: Math.round(positive("--connections", values.connections)),
     cpuProfDir: values["cpu-prof"] ?? null,
@@ -150,14 +170,15 @@ export function parseOptions(argv: readonly string[]): BenchOptions | "help" {
 }
 
 /** --only names operations, living-graph measurements and the protocol ratios in one list; absent, it selects all. */
-function selection(text: string | undefined): { only: OpId[]; living: LivingId[]; protocols: boolean; private: boolean } {
-  if (text === undefined) return { only: [...OPS], living: [...LIVING], protocols: true, private: true };
-  const items = list<OpId | LivingId | typeof PROTOCOLS | typeof PRIVATE>("--only", text, [...OPS, ...LIVING, PROTOCOLS, PRIVATE]);
+function selection(text: string | undefined): { only: OpId[]; living: LivingId[]; protocols: boolean; private: boolean; chain: boolean } {
+  if (text === undefined) return { only: [...OPS], living: [...LIVING], protocols: true, private: true, chain: true };
+  const items = list<OpId | LivingId | typeof PROTOCOLS | typeof PRIVATE | typeof CHAIN>("--only", text, [...OPS, ...LIVING, PROTOCOLS, PRIVATE, CHAIN]);
   return {
     only: items.filter((item): item is OpId => (OPS as readonly string[]).includes(item)),
     living: items.filter((item): item is LivingId => (LIVING as readonly string[]).includes(item)),
     protocols: items.includes(PROTOCOLS),
     private: items.includes(PRIVATE),
+    chain: items.includes(CHAIN),
   };
 }
 
