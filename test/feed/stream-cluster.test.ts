@@ -1,8 +1,8 @@
-import { createServer, type AddressInfo, type Socket } from "node:net";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectFeedStream } from "../../src/feed/stream.js";
 import { startFaultyCluster } from "../support/redis-cluster-faults.js";
+import { startSilentSeed } from "../support/silent-seed.js";
 import { startRedisCluster, type TestRedisCluster } from "../support/redis-servers.js";
 
 /*
@@ -35,11 +35,8 @@ function settledWithin<T>(work: Promise<T>, ms: number): Promise<"answered" | "f
 
 describe("the feed's stream on a Redis Cluster", () => {
   it("opens through a seed that answers when others accept connections and never answer (a paused node)", async () => {
-    const held = new Set<Socket>();
-    const silent = createServer((socket) => void held.add(socket));
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const silentSeed = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    const seeds = [silentSeed, silentSeed, silentSeed, cluster.nodes[0]!];
+    const silent = await startSilentSeed();
+    const seeds = [silent.address, silent.address, silent.address, cluster.nodes[0]!];
     try {
       // node-redis tries its seeds from a random one on: several starts, so that a silent one comes first.
       for (let start = 0; start < 3; start++) {
@@ -54,8 +51,7 @@ describe("the feed's stream on a Redis Cluster", () => {
         }
       }
     } finally {
-      for (const socket of held) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   }, 120_000);
 

@@ -1,4 +1,3 @@
-import { createServer, type AddressInfo, type Socket } from "node:net";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/errors.js";
@@ -9,6 +8,7 @@ import { createRedisStore } from "../../src/store/redis/redis-store.js";
 import { createCachedStore } from "../../src/store/cache/cached-store.js";
 import type { ChangeNotifier, GraphStore } from "../../src/store/store.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster } from "../support/redis-servers.js";
+import { startSilentSeed } from "../support/silent-seed.js";
 import { addr, batch, defineStoreAcceptance, fixture } from "./store-acceptance.js";
 
 let cluster: TestRedisCluster;
@@ -76,12 +76,8 @@ describe("redis-cluster engine", () => {
   });
 
   it("starts through a seed that answers when another accepts connections and never answers (a paused node)", async () => {
-    // What a SIGSTOPped or hung redis-server looks like from outside: connections are taken, nothing is said.
-    const held = new Set<Socket>();
-    const silent = createServer((socket) => void held.add(socket));
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const silentSeed = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    const seeds = [silentSeed, silentSeed, silentSeed, cluster.nodes[0]!];
+    const silent = await startSilentSeed();
+    const seeds = [silent.address, silent.address, silent.address, cluster.nodes[0]!];
     try {
       // node-redis tries its seeds from a random one on: several starts, so that a silent one comes first.
       for (let start = 0; start < 3; start++) {
@@ -95,8 +91,7 @@ describe("redis-cluster engine", () => {
         }
       }
     } finally {
-      for (const socket of held) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   }, 120_000);
 
