@@ -147,7 +147,41 @@ async function rewriteJournal(redis: RedisConnection, change: (parts: Map<string
   await saveJournal(redis, journalled.parts);
 }
 
+/** `redis`, whose send and writeAll fail once `steps` of them have run: a writer killed there. */
+function dyingAfter(redis: RedisConnection, steps: number): RedisConnection {
+  let left = steps;
+  return new Proxy(redis, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (name !== "send" && name !== "writeAll") return value;
+      return (...args: unknown[]) => (left-- <= 0 ? Promise.reject(new Error("killed")) : (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+    },
+  });
+}
+
 describe.each(SERVING_WAYS)("the write journal ($name)", ({ fastPaths }) => {
+  it("a writer killed at any point of clearing a journal leaves one the next writer completes or discards, never one that stops it", async () => {
+    const redis = await connectRedis({ url: `${server.url}/8` }, fastPaths);
+    try {
+      // Saving takes two of the counted commands (the header, as written and as committed); clearing three.
+      for (let killedAfter = 0; killedAfter <= 3; killedAfter++) {
+        await redis.send(undefined, ["FLUSHDB"]);
+        const parts = new Map<string, JournalPart>([["unit", { json: { killedAfter } }]]);
+        const saved = await saveJournal(dyingAfter(redis, 2 + killedAfter), parts);
+        await saved.clear().catch(() => {});
+        const left = await loadJournal(redis);
+        if (left !== null) {
+          expect(left.parts.get("unit"), `killed after ${killedAfter}`).toEqual({ json: { killedAfter } });
+          await left.clear();
+        }
+        expect(await loadJournal(redis)).toBeNull();
+        expect(await redis.send(undefined, ["DBSIZE"]), `killed after ${killedAfter}`).toBe(0);
+      }
+    } finally {
+      await redis.close();
+    }
+  });
+
   it("a unit completed from the journal ends where a whole write ends", async () => {
     const whole = await writtenWhole(1, fastPaths);
 

@@ -62,7 +62,7 @@ export async function saveJournal(redis: RedisConnection, parts: Map<string, Jou
   // A few chunks at a time: each is megabytes.
   for (let start = 0; start < entries.length; start += 4) await redis.setBytes(entries.slice(start, start + 4));
   await redis.send(JOURNAL, ["SET", JOURNAL, header("committed")]);
-  return { parts, clear: () => clearUnit(redis, unit, chunks) };
+  return { parts, clear: () => clearUnit(redis, unit, chunks, header("writing")) };
 }
 
 /**
@@ -74,7 +74,7 @@ export async function loadJournal(redis: RedisConnection): Promise<JournalledUni
   if (text === null) return null;
   const header = JSON.parse(text) as Header;
   if (header.state !== "committed") {
-    await clearUnit(redis, header.unit, header.chunks);
+    await clearUnit(redis, header.unit, header.chunks, null);
     return null;
   }
   const keys = Array.from({ length: header.chunks }, (_, n) => journalChunkKey(header.unit, n));
@@ -86,10 +86,17 @@ export async function loadJournal(redis: RedisConnection): Promise<JournalledUni
   if (encoded.length !== header.bytes) {
     throw new Error(`the write journal of unit ${header.unit} is damaged (${encoded.length} bytes where ${header.bytes} were saved)`);
   }
-  return { parts: decode(encoded), clear: () => clearUnit(redis, header.unit, header.chunks) };
+  return { parts: decode(encoded), clear: () => clearUnit(redis, header.unit, header.chunks, JSON.stringify({ ...header, state: "writing" } satisfies Header)) };
 }
 
-async function clearUnit(redis: RedisConnection, unit: string, chunks: number): Promise<void> {
+/**
+ * Drops a unit's chunks, then its header. A committed header first stops saying "committed"
+ * (`uncommitted`, null when it never did): a writer killed once some chunks are gone then leaves a
+ * unit the next writer discards, where a committed header without its chunks would be refused by
+ * every later writer, and the store's writes would stop for good.
+ */
+async function clearUnit(redis: RedisConnection, unit: string, chunks: number, uncommitted: string | null): Promise<void> {
+  if (uncommitted !== null) await redis.send(JOURNAL, ["SET", JOURNAL, uncommitted]);
   await redis.writeAll(Array.from({ length: chunks }, (_, n) => ["DEL", journalChunkKey(unit, n)]));
   await redis.send(JOURNAL, ["DEL", JOURNAL]);
 }
