@@ -1,5 +1,5 @@
 import { RESP_TYPES, createClient } from "redis";
-import { COMMAND_TIMEOUT_MS, connectCluster, type RedisStoreOptions } from "../store/redis/connection.js";
+import { COMMAND_TIMEOUT_MS, closeQuietly, connectCluster, type RedisStoreOptions } from "../store/redis/connection.js";
 import { withDeadline } from "../store/redis/deadline.js";
 import { compareIds } from "./apply-entries.js";
 
@@ -299,7 +299,7 @@ async function connect(redis: RedisStoreOptions): Promise<Connection> {
   return {
     send: (_key, args) => bounded(args, client.sendCommand<Reply>(args)),
     sendForBytes: (_key, args) => bounded(args, client.sendCommand<Reply>(args, { typeMapping: BYTES })),
-    close: () => quietly(() => client.close()),
+    close: () => closeQuietly(() => client.close()),
   };
 }
 
@@ -309,10 +309,3 @@ function bounded(args: readonly (string | Buffer)[], reply: Promise<Reply>): Pro
   return withDeadline(reply, COMMAND_TIMEOUT_MS + (block >= 0 ? Number(args[block + 1]) : 0));
 }
 
-async function quietly(close: () => Promise<void>): Promise<void> {
-  try {
-    await close();
-  } catch {
-    // Already closed or the server is gone: nothing left to release.
-  }
-}

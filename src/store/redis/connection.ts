@@ -371,7 +371,7 @@ function destroyQuietly(destroy: () => void): void {
 }
 
 /** close() is idempotent for callers: closing an already closed or broken client is not an error. */
-async function closeQuietly(close: () => Promise<void>): Promise<void> {
+export async function closeQuietly(close: () => Promise<void>): Promise<void> {
   try {
     await close();
   } catch {
