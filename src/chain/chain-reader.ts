@@ -28,6 +28,12 @@ export interface BlockRange {
   logs: Map<number, ChainLog[]>;
 }
 
+/** The first and last blocks of a range read by stream(). */
+export interface RangeSpan {
+  first: ChainHeader;
+  last: ChainHeader;
+}
+
 /** The chain, as the indexer reads it. */
 export interface ChainReader {
   chainId(): Promise<string>;
@@ -39,6 +45,14 @@ export interface ChainReader {
   header(number: number): Promise<ChainHeader | null>;
   /** Blocks from..to with their transactions and NFT logs; null when the node does not have them all yet. */
   range(from: number, to: number): Promise<BlockRange | null>;
+  /**
+   * Blocks from..to handed to `consume` a part at a time, in block order, as each part's blocks and
+   * the logs that cover them arrive, every part checked as range() checks the whole (the parts
+   * chain by parent hash; logs name their blocks' hashes). Resolves with the first and last blocks
+   * once every part is consumed, or null when the node does not have them all yet: parts already
+   * consumed are then to be dropped, as they are when it rejects.
+   */
+  stream(from: number, to: number, consume: (part: BlockRange) => Promise<void> | void): Promise<RangeSpan | null>;
   /** Whether each address held code at block `number`; remembered where the answer cannot change. */
   hasCode(addresses: readonly string[], number: number): Promise<boolean[]>;
   /** Blocks per eth_getLogs call now. */
@@ -55,6 +69,11 @@ const BATCHES_IN_FLIGHT = 2;
 const CODES_PER_BATCH = 100;
 /** A log range whose answer holds fewer logs than this grows. */
 const GROW_BELOW_LOGS = 2_000;
+/**
+ * A log range whose answer holds more logs than this shrinks before the provider refuses it (many
+ * cap an answer at 10,000 logs), and so that a range's parts can be consumed while the rest is read.
+ */
+const SHRINK_ABOVE_LOGS = 8_000;
 /** Addresses whose code is remembered before the memory is dropped and refilled. */
 const CODE_CACHE_MAX = 200_000;
 
@@ -71,7 +90,9 @@ export function isTooManyResults(error: unknown): boolean {
 /** Creates a reader over `rpc`. */
 export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): ChainReader {
   const maxLogRange = options.maxLogRange ?? 2_000;
-  let logRange = Math.min(options.initialLogRange ?? 500, maxLogRange);
+  // Small at first, so that a dense range's first parts are consumed while the rest is read; a sparse
+  // chain doubles it call by call.
+  let logRange = Math.min(options.initialLogRange ?? BLOCKS_PER_BATCH, maxLogRange);
   const addressFilter = options.contracts === null ? undefined : [...options.contracts];
   /** address → what is known of its code: present from block `since`, or absent up to block `until`. */
   const codes = new Map<string, { since: number } | { until: number }>();
@@ -82,11 +103,11 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
     options.onLogRange?.(range, reason);
   };
 
-  async function logsOf(from: number, to: number): Promise<ChainLog[]> {
+  /** The NFT logs of from..to, handed to `got` range by range in block order, with the last block each covers. */
+  async function logsOf(from: number, to: number, got: (logs: ChainLog[], through: number) => void, going: () => boolean): Promise<void> {
     // Asked with no address at all when nothing restricts it; an empty list would ask for none.
-    if (addressFilter !== undefined && addressFilter.length === 0) return [];
-    const logs: ChainLog[] = [];
-    for (let start = from; start <= to; ) {
+    if (addressFilter !== undefined && addressFilter.length === 0) return got([], to);
+    for (let start = from; start <= to && going(); ) {
       const end = Math.min(to, start + logRange - 1);
       const filter: Record<string, unknown> = { fromBlock: toQuantity(start), toBlock: toQuantity(end), topics: [NFT_TOPICS] };
       if (addressFilter !== undefined) filter.address = addressFilter;
@@ -99,13 +120,108 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
         continue;
       }
       const part = readLogs(answer, start, end);
-      logs.push(...part);
+      got(part, end);
       if (part.length < GROW_BELOW_LOGS && end - start + 1 === logRange && logRange < maxLogRange) {
         setRange(Math.min(maxLogRange, logRange * 2), `${part.length} logs in ${end - start + 1} blocks`);
+      } else if (part.length > SHRINK_ABOVE_LOGS && end > start) {
+        setRange(Math.max(1, Math.floor((end - start + 1) / 2)), `${part.length} logs in ${end - start + 1} blocks`);
       }
       start = end + 1;
     }
-    return logs;
+  }
+
+  /**
+   * The blocks are asked for in batches, several in flight, and the logs beside them, range after
+   * range: the node prepares one answer while the last is parsed, and a part is consumed as soon as
+   * its blocks and the logs that cover them are in. Nothing is checked any less than a whole range
+   * would be: each part chains to the one before, and each log names its block's hash.
+   */
+  async function stream(from: number, to: number, consume: (part: BlockRange) => Promise<void> | void): Promise<RangeSpan | null> {
+    if (to < from) throw new RangeError(`an empty range of blocks was asked for (${from} to ${to})`);
+    const starts: number[] = [];
+    for (let start = from; start <= to; start += BLOCKS_PER_BATCH) starts.push(start);
+    const batches: (ChainBlock[] | undefined)[] = [];
+    const logsByBlock = new Map<number, ChainLog[]>();
+    let logsThrough = from - 1;
+    let nextBatch = 0;
+    let nextPart = 0;
+    let missing = false;
+    let failure: { error: unknown } | null = null;
+    let previous: ChainHeader | null = null;
+    let first: ChainHeader | null = null;
+    let consumed: Promise<void> = Promise.resolve();
+
+    const fail = (error: unknown) => {
+      failure ??= { error };
+    };
+    /** Hands over, in order, every part whose blocks and logs are all in. */
+    const handOver = () => {
+      while (failure === null && !missing && nextPart < starts.length) {
+        const blocks = batches[nextPart];
+        if (blocks === undefined || blocks.at(-1)!.number > logsThrough) return;
+        batches[nextPart++] = undefined;
+        const part: BlockRange = { blocks, logs: new Map() };
+        for (const block of blocks) {
+          if (previous !== null && block.parentHash !== previous.hash) {
+            return fail(new InvalidAnswerError(`block ${block.number} does not follow block ${previous.number}: the chain moved while it was read`));
+          }
+          previous = { number: block.number, hash: block.hash, parentHash: block.parentHash };
+          first ??= previous;
+          const logs = logsByBlock.get(block.number);
+          if (logs === undefined) continue;
+          logsByBlock.delete(block.number);
+          for (const log of logs) {
+            if (log.blockHash !== block.hash) return fail(new InvalidAnswerError(`a log of block ${log.blockNumber} names another block hash: the chain moved while it was read`));
+          }
+          part.logs.set(block.number, logs);
+        }
+        consumed = consumed.then(() => (failure === null ? consume(part) : undefined)).catch(fail);
+      }
+    };
+
+    const logsRead = logsOf(from, to, (logs, through) => {
+      for (const log of logs) {
+        const list = logsByBlock.get(log.blockNumber);
+        if (list === undefined) logsByBlock.set(log.blockNumber, [log]);
+        else list.push(log);
+      }
+      logsThrough = through;
+      handOver();
+    }, () => failure === null && !missing).catch(fail);
+    const readBatches = async () => {
+      while (nextBatch < starts.length && !missing && failure === null) {
+        const index = nextBatch++;
+        const start = starts[index]!;
+        const numbers: number[] = [];
+        for (let n = start; n <= Math.min(to, start + BLOCKS_PER_BATCH - 1); n++) numbers.push(n);
+        try {
+          const answers = await rpc.batch(numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })));
+          const batch: ChainBlock[] = [];
+          for (const [i, answer] of answers.entries()) {
+            const block = readBlock(answer, numbers[i]!, true);
+            // Blocks the node does not have yet: the range is not there yet, whatever else arrives.
+            if (block === null) {
+              missing = true;
+              return;
+            }
+            batch.push(block);
+          }
+          batches[index] = batch;
+          handOver();
+        } catch (error) {
+          // The range is refused as a whole: the other batches in flight stop asking.
+          return fail(error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(BATCHES_IN_FLIGHT, starts.length) }, readBatches));
+    await logsRead;
+    await consumed;
+    // Blocks the node does not have yet: their logs (or its refusal to give them) say nothing.
+    if (missing) return null;
+    if (failure !== null) throw (failure as { error: unknown }).error;
+    for (const number of logsByBlock.keys()) throw new InvalidAnswerError(`a log names block ${number}, which the range read does not hold`);
+    return { first: first!, last: previous! };
   }
 
   return {
@@ -125,63 +241,15 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
       return readBlock(await rpc.call("eth_getBlockByNumber", [toQuantity(number), false]), number, false);
     },
     async range(from, to) {
-      // The logs are asked for beside the blocks, and several block batches are in flight at once:
-      // the node prepares one answer while the last is parsed. Nothing is checked any less: the
-      // answers are held against each other once all are in.
-      const logsRead = logsOf(from, to).then(
-        (logs) => ({ logs }),
-        (error: unknown) => ({ error }),
-      );
-      const starts: number[] = [];
-      for (let start = from; start <= to; start += BLOCKS_PER_BATCH) starts.push(start);
-      const batches: ChainBlock[][] = [];
-      let nextBatch = 0;
-      let missing = false;
-      let failed = false;
-      const readBatches = async () => {
-        try {
-          while (nextBatch < starts.length && !missing && !failed) {
-            const index = nextBatch++;
-            const start = starts[index]!;
-            const numbers: number[] = [];
-            for (let n = start; n <= Math.min(to, start + BLOCKS_PER_BATCH - 1); n++) numbers.push(n);
-            const answers = await rpc.batch(numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [toQuantity(n), true] })));
-            const batch: ChainBlock[] = [];
-            for (const [i, answer] of answers.entries()) {
-              const block = readBlock(answer, numbers[i]!, true);
-              if (block === null) {
-                missing = true;
-                return;
-              }
-              batch.push(block);
-            }
-            batches[index] = batch;
-          }
-        } catch (error) {
-          // The range is refused as a whole: the other batches in flight stop asking.
-          failed = true;
-          throw error;
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(BATCHES_IN_FLIGHT, starts.length) }, readBatches));
-      const read = await logsRead;
-      // Blocks the node does not have yet: their logs (or its refusal to give them) say nothing.
-      if (missing) return null;
-      if ("error" in read) throw read.error;
-      const blocks = batches.flat();
-      for (let i = 1; i < blocks.length; i++) {
-        if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new InvalidAnswerError(`block ${blocks[i]!.number} does not follow block ${blocks[i - 1]!.number}: the chain moved while it was read`);
-      }
-      const hashes = new Map(blocks.map((block) => [block.number, block.hash]));
+      const blocks: ChainBlock[] = [];
       const logs = new Map<number, ChainLog[]>();
-      for (const log of read.logs) {
-        if (hashes.get(log.blockNumber) !== log.blockHash) throw new InvalidAnswerError(`a log of block ${log.blockNumber} names another block hash: the chain moved while it was read`);
-        const list = logs.get(log.blockNumber) ?? [];
-        list.push(log);
-        logs.set(log.blockNumber, list);
-      }
-      return { blocks, logs };
+      const span = await stream(from, to, (part) => {
+        blocks.push(...part.blocks);
+        for (const [number, list] of part.logs) logs.set(number, list);
+      });
+      return span === null ? null : { blocks, logs };
     },
+    stream,
     async hasCode(addresses, number) {
       const known = (address: string): boolean | undefined => {
         const fact = codes.get(address);

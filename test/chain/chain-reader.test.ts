@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createChainReader } from "../../src/chain/chain-reader.js";
+import { createChainReader, type BlockRange } from "../../src/chain/chain-reader.js";
 import { deriveBlock } from "../../src/chain/derive.js";
 import { keysOf, UnitPlanner } from "../../src/chain/ledger.js";
 import { createRpcClient, InvalidAnswerError, type RpcClient } from "../../src/chain/rpc-client.js";
@@ -63,6 +63,43 @@ describe("createChainReader on anvil", () => {
     expect(Math.min(...ranges)).toBeLessThan(1000);
     // 12 mints, 6 transfers, 1 burn, 3 ERC-1155 events, 2 ERC-20 transfers (asked for by topic, told apart later).
     expect([...uncapped!.logs.values()].flat()).toHaveLength(24);
+  });
+
+  it("streams a range part by part, in block order, each part with its own logs, together the whole range", async () => {
+    const reader = createChainReader(rpc, { contracts: null });
+    const head = await reader.head();
+    const whole = (await reader.range(0, head))!;
+    const parts: BlockRange[] = [];
+    const span = await reader.stream(0, head, async (part) => {
+      // A slow consumer holds the next part back, not the reading.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      parts.push(part);
+    });
+    expect(parts.length).toBeGreaterThan(1);
+    expect(parts.flatMap((part) => part.blocks)).toEqual(whole.blocks);
+    for (const part of parts) {
+      const numbers = new Set(part.blocks.map((block) => block.number));
+      for (const number of part.logs.keys()) expect(numbers.has(number)).toBe(true);
+    }
+    expect(new Map(parts.flatMap((part) => [...part.logs]))).toEqual(whole.logs);
+    expect(span).toEqual({
+      first: { number: 0, hash: whole.blocks[0]!.hash, parentHash: whole.blocks[0]!.parentHash },
+      last: { number: head, hash: whole.blocks.at(-1)!.hash, parentHash: whole.blocks.at(-1)!.parentHash },
+    });
+  });
+
+  it("stops a stream whose consumer fails, and hands nothing over for blocks not there yet", async () => {
+    const reader = createChainReader(rpc, { contracts: null });
+    const head = await reader.head();
+    let consumed = 0;
+    const failing = reader.stream(0, head, () => {
+      consumed++;
+      throw new Error("the store is gone");
+    });
+    await expect(failing).rejects.toThrow("the store is gone");
+    expect(consumed).toBe(1);
+    expect(await reader.stream(head + 1, head + 2, () => void consumed++)).toBeNull();
+    expect(consumed).toBe(1);
   });
 
   it("refuses a block the node gives for another number, and reads it right the next time", async () => {
