@@ -1,4 +1,4 @@
-import type { ChainBlock, ChainHeader } from "./answers.js";
+import type { ChainHeader } from "./answers.js";
 import type { BlockRange, ChainReader } from "./chain-reader.js";
 import { deriveBlock, type BlockFacts, type ContractFilter } from "./derive.js";
 import {
@@ -12,6 +12,7 @@ import {
   type ChangeRecord,
   type Position,
   type StateChange,
+  type StateKeys,
   type StateValues,
   type WindowEntry,
 } from "./ledger.js";
@@ -236,24 +237,48 @@ export function createIndexer(options: IndexerOptions): Indexer {
     }
     const from = base === null ? options.fromBlock : base.number + 1;
     let to = Math.min(target, from + unitBlocks - 1);
-    let read: RangeRead | null = null;
+
+    // The unit is planned outside the write lease, as its blocks arrive, over kept state read as
+    // they need it. That is safe because only the indexer's own units change its kept state, and
+    // each moves the position: under the lease, a position other than the one read here means the
+    // plan is stale and is dropped.
+    const state = stateReader();
+    const planner = new UnitPlanner(await state.read(keysOf([], undo)));
+    planner.undoBlocks(undo);
+    const plan = async (facts: readonly BlockFacts[]) => {
+      planner.addState(await state.read(keysOf(facts)));
+      for (const block of facts) planner.applyBlock(block, block.number > stats.head! - windowBlocks);
+    };
+    /** Whether a range read starts on the branch the check above found; if not, the next round looks again. */
+    const continuesBase = (first: { parentHash: string }) => base === null || first.parentHash === base.hash;
+
+    let last: ChainHeader | null = null;
     // The range read ahead while the last unit was written serves when it starts where this round
     // starts and ends within its target; it goes through the same checks as a range read now.
     if (early !== null && early.from === from && early.to <= to && undo.length === 0) {
-      read = await early.read;
-      if (read !== null) to = early.to;
+      const read = await early.read;
+      if (read !== null) {
+        if (!continuesBase(read.range.blocks[0]!)) return false;
+        to = early.to;
+        await plan(read.facts);
+        last = read.range.blocks.at(-1)!;
+      }
     }
-    if (to >= from) {
-      read ??= await readRange(from, to);
+    if (to >= from && last === null) {
+      let offBranch = false;
+      const span = await chain.stream(from, to, async (part) => {
+        if (offBranch) return;
+        if (part.blocks[0]!.number === from && !continuesBase(part.blocks[0]!)) offBranch = true;
+        else await plan(await factsOf(part));
+      });
       // Not there yet (a node behind the one that gave the head), or no longer on the branch the
       // check above found: the next round looks again.
-      if (read === null || (base !== null && read.range.blocks[0]!.parentHash !== base.hash)) return false;
+      if (span === null || offBranch) return false;
+      last = span.last;
     }
-    if (read === null && undo.length === 0) return false;
-    const range = read?.range ?? null;
-    const facts = read?.facts ?? [];
+    if (last === null && undo.length === 0) return false;
     if (stopping.signal.aborted) return false;
-    const last: ChainBlock | ChainHeader = range?.blocks.at(-1) ?? base!;
+    last ??= base!;
     const next: Position = { number: last.number, hash: last.hash, chainId };
     // The next range is read while this unit is written; the next round checks it against the
     // stored position as it checks any range.
@@ -264,9 +289,6 @@ export function createIndexer(options: IndexerOptions): Indexer {
       // round's plan is then stale, and the next round starts from where that one left.
       const now = await readPosition();
       if (now?.number !== position?.number || now?.hash !== position?.hash) return null;
-      const planner = new UnitPlanner(await readValues(keysOf(facts, undo)));
-      planner.undoBlocks(undo);
-      for (const block of facts) planner.applyBlock(block, block.number > stats.head! - windowBlocks);
       // Blocks that fall out of the window by this unit (fields that were never written are no harm).
       const previous = position?.number ?? from - 1;
       for (let n = Math.max(0, previous - windowBlocks + 1); n <= next.number - windowBlocks; n++) planner.forget(n);
@@ -286,21 +308,35 @@ export function createIndexer(options: IndexerOptions): Indexer {
     return true;
   }
 
-  async function readValues(keys: Map<string, Set<string>>): Promise<StateValues> {
-    const values: StateValues = new Map();
-    await Promise.all(
-      [...keys].map(async ([space, fieldSet]) => {
-        const fields = [...fieldSet];
-        const found = await store.readState(space, fields);
-        const map = new Map<string, string>();
-        fields.forEach((field, i) => {
-          const value = found[i];
-          if (value !== null && value !== undefined) map.set(field, value);
-        });
-        values.set(space, map);
-      }),
-    );
-    return values;
+  /** Reads kept state for one round's plan, each field once however many blocks need it. */
+  function stateReader(): { read(keys: StateKeys): Promise<StateValues> } {
+    const asked = new Map<string, Set<string>>();
+    return {
+      async read(keys) {
+        const values: StateValues = new Map();
+        await Promise.all(
+          [...keys].map(async ([space, fieldSet]) => {
+            let spaceAsked = asked.get(space);
+            if (spaceAsked === undefined) asked.set(space, (spaceAsked = new Set()));
+            const fields: string[] = [];
+            for (const field of fieldSet) {
+              if (spaceAsked.has(field)) continue;
+              spaceAsked.add(field);
+              fields.push(field);
+            }
+            if (fields.length === 0) return;
+            const found = await store.readState(space, fields);
+            const map = new Map<string, string>();
+            fields.forEach((field, i) => {
+              const value = found[i];
+              if (value !== null && value !== undefined) map.set(field, value);
+            });
+            values.set(space, map);
+          }),
+        );
+        return values;
+      },
+    };
   }
 
   return {

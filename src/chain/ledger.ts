@@ -109,10 +109,10 @@ function inner<K, T>(outer: Map<K, T>, key: K, make: () => T): T {
 
 /** The state read for a unit, and the same state as planned, by contract then address. */
 class Planned<V> {
-  private readonly contracts = new Map<string, { before: Map<string, V>; after: Map<string, V>; stored: ReadonlyMap<string, string> | undefined }>();
+  private readonly contracts = new Map<string, { before: Map<string, V>; after: Map<string, V>; stored: ReadonlyMap<string, string> }>();
 
   constructor(
-    private readonly stored: (contract: string) => ReadonlyMap<string, string> | undefined,
+    private readonly stored: (contract: string) => ReadonlyMap<string, string>,
     private readonly decode: (value: string | undefined) => V,
   ) {}
 
@@ -125,7 +125,7 @@ class Planned<V> {
     const maps = this.of(contract);
     let value = maps.after.get(address);
     if (value === undefined) {
-      value = this.decode(maps.stored?.get(address));
+      value = this.decode(maps.stored.get(address));
       maps.before.set(address, value);
       maps.after.set(address, value);
     }
@@ -163,9 +163,23 @@ export class UnitPlanner {
   private applied = 0;
   private undone = 0;
 
-  constructor(values: StateValues) {
-    this.balances = new Planned((contract) => values.get(balanceSpace(contract)), (stored) => (stored === undefined ? 0n : BigInt(stored)));
-    this.interactions = new Planned((contract) => values.get(interactionSpace(contract)), (stored) => stored !== undefined);
+  constructor(private readonly values: StateValues) {
+    // A space absent from the state read gets its (empty) map now, which addState fills later.
+    const space = (name: string) => inner(values, name, () => new Map<string, string>());
+    this.balances = new Planned((contract) => space(balanceSpace(contract)), (stored) => (stored === undefined ? 0n : BigInt(stored)));
+    this.interactions = new Planned((contract) => space(interactionSpace(contract)), (stored) => stored !== undefined);
+  }
+
+  /**
+   * Adds state read after the planner was made, for blocks yet to be applied: a field the plan has
+   * already used keeps its planned value.
+   */
+  addState(values: StateValues): void {
+    for (const [space, fields] of values) {
+      const known = this.values.get(space);
+      if (known === undefined) this.values.set(space, new Map(fields));
+      else for (const [field, value] of fields) known.set(field, value);
+    }
   }
 
   /** Undoes window entries, newest first (the caller gives them so), back to their common ancestor. */
