@@ -62,9 +62,9 @@ export interface ChainReader {
 }
 
 /** Blocks asked for in one JSON-RPC batch: full blocks are large, and providers cap batches. */
-const BLOCKS_PER_BATCH = 20;
+const BLOCKS_PER_BATCH = 10;
 /** Block batches asked for at once while a range is read. */
-const BATCHES_IN_FLIGHT = 2;
+const BATCHES_IN_FLIGHT = 3;
 /** eth_getCode calls in one batch. */
 const CODES_PER_BATCH = 100;
 /** A log range whose answer holds fewer logs than this grows. */
