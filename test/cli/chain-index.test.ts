@@ -180,7 +180,12 @@ describe("relgraph index", () => {
     const { env } = await redis();
     await ingestUsers(env);
     const last = await head();
-    const args = ["--rpc", anvil.url, "--confirmations", "0", "--to-block", String(last), "--unit-blocks", "2"];
+    // A provider some way off: each run still has blocks to read when it is killed, however fast
+    // the indexer gets.
+    const proxy: RpcProxy = await startRpcProxy(anvil.url);
+    started.push({ stop: () => proxy.close() });
+    proxy.faults.latencyMs = 25;
+    const args = ["--rpc", proxy.url, "--confirmations", "0", "--to-block", String(last), "--unit-blocks", "2"];
     // A short lease: each run after a kill waits for the killed one's lease to expire before its first unit.
     const leaseMs = 500;
     for (let kill = 0; kill < 8; kill++) {
@@ -194,6 +199,8 @@ describe("relgraph index", () => {
     }
     const indexer = startIndex({ ...env, WRITE_LEASE_MS: String(leaseMs) }, args);
     expect(await indexer.exited).toBe(0);
+    // The kills cut the work short: the last run still had blocks to apply.
+    expect(indexer.logs.find((line) => line.msg === "stopped")?.blocks).toBeGreaterThan(0);
     const server = await serve(env);
     await servesTheChain(server, last);
   });

@@ -21,6 +21,8 @@ export interface ProxyFaults {
   wrongBlocks: number;
   /** Batches are refused with one JSON-RPC error, as some providers do. */
   noBatches: boolean;
+  /** Every answer is held back this long, as a distant provider's would be. */
+  latencyMs: number;
 }
 
 /** A running proxy. */
@@ -34,7 +36,7 @@ export interface RpcProxy {
 
 /** Starts a proxy on a free loopback port in front of `upstream`. */
 export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
-  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false };
+  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false, latencyMs: 0 };
   const counts: Record<string, number> = {};
   const count = (key: string) => (counts[key] = (counts[key] ?? 0) + 1);
   const server: Server = createServer((request, response) => {
@@ -65,6 +67,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         response.writeHead(429, faults.retryAfter === null ? {} : { "retry-after": faults.retryAfter }).end("rate limited");
         return;
       }
+      if (faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
       const forwarded = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
       let answer = (await forwarded.json()) as unknown;
       answer = Array.isArray(answer) ? answer.map((item, i) => misbehave(calls[i]!, item)) : misbehave(calls[0]!, answer);
