@@ -1,5 +1,7 @@
+import { AnswerCutShortError, postJson, type HttpAnswer } from "./http-exchange.js";
+
 /**
- * JSON-RPC 2.0 over HTTP (fetch), to one or more endpoints of the same chain. An endpoint that
+ * JSON-RPC 2.0 over HTTP (http-exchange.ts), to one or more endpoints of the same chain. An endpoint that
  * fails (no answer, a 5xx, a 429, an answer that is not JSON-RPC) is set aside for a backoff with
  * jitter, or for as long as its Retry-After asks, and the next endpoint takes the call; when every
  * endpoint is set aside, the call waits for the first to come back. A call is never given up on:
@@ -130,34 +132,21 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
     const text = JSON.stringify(body);
     for (;;) {
       const endpoint = await pick();
-      let response: Response;
+      let response: HttpAnswer;
       try {
-        response = await fetch(endpoint.url, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json" },
-          body: text,
-          signal: AbortSignal.any([closing.signal, AbortSignal.timeout(settings.timeoutMs)]),
-        });
+        response = await postJson(endpoint.url, text, AbortSignal.any([closing.signal, AbortSignal.timeout(settings.timeoutMs)]));
       } catch (error) {
         if (closing.signal.aborted) throw new RpcClosedError();
-        setAside(endpoint, `no answer: ${describe(error)}`, null);
-        continue;
-      }
-      let answerText: string;
-      try {
-        answerText = await response.text();
-      } catch (error) {
-        if (closing.signal.aborted) throw new RpcClosedError();
-        setAside(endpoint, `answer cut short: ${describe(error)}`, null);
+        setAside(endpoint, `${error instanceof AnswerCutShortError ? "answer cut short" : "no answer"}: ${describe(error)}`, null);
         continue;
       }
       if (response.status === 429 || response.status >= 500 || (response.status !== 200 && response.status !== 400)) {
-        setAside(endpoint, `HTTP ${response.status}`, retryAfterMs(response.headers.get("retry-after")));
+        setAside(endpoint, `HTTP ${response.status}`, retryAfterMs(response.retryAfter));
         continue;
       }
       let answer: unknown;
       try {
-        answer = JSON.parse(answerText);
+        answer = JSON.parse(response.text);
       } catch {
         setAside(endpoint, `HTTP ${response.status} with an answer that is not JSON`, null);
         continue;
