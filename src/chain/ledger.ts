@@ -116,8 +116,15 @@ class Planned<V> {
     private readonly decode: (value: string | undefined) => V,
   ) {}
 
+  /** The contract of the last look-up and its maps: moves and calls come in runs of one contract. */
+  private last: { contract: string; maps: { before: Map<string, V>; after: Map<string, V>; stored: ReadonlyMap<string, string> } } | null = null;
+
   private of(contract: string) {
-    return inner(this.contracts, contract, () => ({ before: new Map<string, V>(), after: new Map<string, V>(), stored: this.stored(contract) }));
+    if (this.last?.contract === contract) return this.last.maps;
+    let maps = this.contracts.get(contract);
+    if (maps === undefined) this.contracts.set(contract, (maps = { before: new Map<string, V>(), after: new Map<string, V>(), stored: this.stored(contract) }));
+    this.last = { contract, maps };
+    return maps;
   }
 
   /** The value as planned, read from the state at first. */
