@@ -242,7 +242,8 @@ export function createIndexer(options: IndexerOptions): Indexer {
     // they need it. That is safe because only the indexer's own units change its kept state, and
     // each moves the position: under the lease, a position other than the one read here means the
     // plan is stale and is dropped.
-    const state = stateReader();
+    // A store without a position holds no kept state either (every unit writes both): nothing to read.
+    const state = position === null ? { read: async () => new Map() as StateValues } : stateReader();
     const planner = new UnitPlanner(await state.read(keysOf([], undo)));
     planner.undoBlocks(undo);
     const plan = async (facts: readonly BlockFacts[]) => {
