@@ -18,6 +18,8 @@ export interface ChainReaderOptions {
   initialLogRange?: number;
   /** Blocks per eth_getLogs call at most. */
   maxLogRange?: number;
+  /** An eth_getLogs answer holding more logs than this halves the range (default 8,000). */
+  shrinkAboveLogs?: number;
   /** Called when the log range changes, with the new range and why. */
   onLogRange?: (range: number, reason: string) => void;
 }
@@ -73,7 +75,7 @@ const GROW_BELOW_LOGS = 2_000;
  * A log range whose answer holds more logs than this shrinks before the provider refuses it (many
  * cap an answer at 10,000 logs), and so that a range's parts can be consumed while the rest is read.
  */
-const SHRINK_ABOVE_LOGS = 8_000;
+const DEFAULT_SHRINK_ABOVE_LOGS = 8_000;
 /** Addresses whose code is remembered before the memory is dropped and refilled. */
 const CODE_CACHE_MAX = 200_000;
 
@@ -90,6 +92,7 @@ export function isTooManyResults(error: unknown): boolean {
 /** Creates a reader over `rpc`. */
 export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): ChainReader {
   const maxLogRange = options.maxLogRange ?? 2_000;
+  const shrinkAboveLogs = options.shrinkAboveLogs ?? DEFAULT_SHRINK_ABOVE_LOGS;
   // Small at first, so that a dense range's first parts are consumed while the rest is read; a sparse
   // chain doubles it call by call.
   let logRange = Math.min(options.initialLogRange ?? BLOCKS_PER_BATCH, maxLogRange);
@@ -123,7 +126,7 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
       got(part, end);
       if (part.length < GROW_BELOW_LOGS && end - start + 1 === logRange && logRange < maxLogRange) {
         setRange(Math.min(maxLogRange, logRange * 2), `${part.length} logs in ${end - start + 1} blocks`);
-      } else if (part.length > SHRINK_ABOVE_LOGS && end > start) {
+      } else if (part.length > shrinkAboveLogs && end > start) {
         setRange(Math.max(1, Math.floor((end - start + 1) / 2)), `${part.length} logs in ${end - start + 1} blocks`);
       }
       start = end + 1;

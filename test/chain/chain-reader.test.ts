@@ -65,6 +65,19 @@ describe("createChainReader on anvil", () => {
     expect([...uncapped!.logs.values()].flat()).toHaveLength(24);
   });
 
+  it("narrows its log range after a dense answer, before any provider refuses one, and reads the same logs", async () => {
+    const ranges: number[] = [];
+    const reader = createChainReader(rpc, { contracts: null, initialLogRange: 1000, shrinkAboveLogs: 3, onLogRange: (range) => ranges.push(range) });
+    const head = await reader.head();
+    const whole = await createChainReader(rpc, { contracts: null, initialLogRange: 1000 }).range(0, head);
+    expect(await reader.range(0, head)).toEqual(whole);
+    expect(ranges[0]).toBeLessThan(1000);
+    // The next read goes in narrower ranges, and still finds every log.
+    const requests = proxy.counts.eth_getLogs ?? 0;
+    expect(await reader.range(0, head)).toEqual(whole);
+    expect(proxy.counts.eth_getLogs! - requests).toBeGreaterThan(1);
+  });
+
   it("streams a range part by part, in block order, each part with its own logs, together the whole range", async () => {
     const reader = createChainReader(rpc, { contracts: null });
     const head = await reader.head();

@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createChainReader, type ChainReader } from "../../src/chain/chain-reader.js";
 import { createIndexer, type Finality, type Indexer } from "../../src/chain/indexer.js";
-import { parsePosition, POSITION_FIELD, POSITION_SPACE } from "../../src/chain/ledger.js";
+import { balanceSpace, parsePosition, POSITION_FIELD, POSITION_SPACE } from "../../src/chain/ledger.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpc-client.js";
 import { startAnvil, type TestAnvil } from "./support/anvil.js";
 import { accounts, deploy, waitReceipt, type Deployed } from "./support/contracts.js";
 import { MemoryLedger } from "./support/memory-ledger.js";
-import { makeHistory } from "./support/history.js";
+import { makeHistory, newHistoryState } from "./support/history.js";
 import { chainOracle } from "./support/oracle.js";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy.js";
 
@@ -227,6 +227,36 @@ describe("the indexer on anvil", () => {
     await synced(ledger, head - 2);
     expect(ledger.lines()).toEqual(await oracle(head - 2));
     expect(indexer.stats().blocksUndone).toBeGreaterThanOrEqual(18);
+  });
+
+  it("shares a store with a second indexer: a unit planned from a position the other has since moved is dropped, no block is applied twice", async () => {
+    await makeHistory(anvil, { nft, multi, coin, book }, users.slice(1), 30, 11, newHistoryState(5000));
+    const head = (await block("latest")).number;
+    // Both indexers plan each unit while the other may be writing: a unit waits a little for the
+    // write lease, so that plans made from the same position meet under it.
+    const ledger = new (class extends MemoryLedger {
+      writes = 0;
+      override exclusive<T>(work: () => Promise<T>): Promise<T> {
+        this.writes++;
+        return super.exclusive(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          return work();
+        });
+      }
+    })();
+    const first = start(ledger, { toBlock: head });
+    const second = start(ledger, { toBlock: head });
+    const [one, two] = await Promise.all([first.done, second.done]);
+    // Every block from 0 to the head applied by exactly one of the two.
+    expect(one.blocks + two.blocks).toBe(head + 1);
+    // Some plans met a moved position and were dropped: more turns at the lease than units applied.
+    expect(ledger.writes).toBeGreaterThan(ledger.units);
+    expect(ledger.lines()).toEqual(await oracle(head));
+    // The balances kept are the contract's own, as a unit applied twice would not leave them.
+    for (const holder of users) {
+      const kept = ledger.state.get(balanceSpace(nft.address))?.get(holder) ?? "0";
+      expect(BigInt(kept), holder).toBe(await nft.read("balanceOf", [holder]));
+    }
   });
 
   it("follows the finalized block with --finalized (anvil finalizes 64 blocks behind its head)", async () => {
