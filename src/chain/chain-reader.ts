@@ -20,8 +20,8 @@ export interface ChainReaderOptions {
   maxLogRange?: number;
   /** An eth_getLogs answer holding more logs than this halves the range (default 8,000). */
   shrinkAboveLogs?: number;
-  /** Called when the log range changes, with the new range and why. */
-  onLogRange?: (range: number, reason: string) => void;
+  /** Called when the log range changes, with the new range, why, and the range before. */
+  onLogRange?: (range: number, reason: string, previous: number) => void;
 }
 
 /** A range of blocks read whole: the blocks in order, and their NFT logs by block number. */
@@ -102,8 +102,9 @@ export function createChainReader(rpc: RpcClient, options: ChainReaderOptions): 
 
   const setRange = (range: number, reason: string) => {
     if (range === logRange) return;
+    const previous = logRange;
     logRange = range;
-    options.onLogRange?.(range, reason);
+    options.onLogRange?.(range, reason, previous);
   };
 
   /** The NFT logs of from..to, handed to `got` range by range in block order, with the last block each covers. */

@@ -137,7 +137,8 @@ export function createRpcClient(options: RpcClientOptions): RpcClient {
         response = await postJson(endpoint.url, text, AbortSignal.any([closing.signal, AbortSignal.timeout(settings.timeoutMs)]));
       } catch (error) {
         if (closing.signal.aborted) throw new RpcClosedError();
-        setAside(endpoint, `${error instanceof AnswerCutShortError ? "answer cut short" : "no answer"}: ${describe(error)}`, null);
+        // postJson's errors say what failed in their message already.
+        setAside(endpoint, `${error instanceof AnswerCutShortError ? "answer cut short" : "no answer"}: ${error instanceof Error ? error.message : String(error)}`, null);
         continue;
       }
       if (response.status === 429 || response.status >= 500 || (response.status !== 200 && response.status !== 400)) {
@@ -236,11 +237,6 @@ function safeLabel(url: string): string {
   } catch {
     return "an endpoint";
   }
-}
-
-function describe(error: unknown): string {
-  const { message, cause } = error as Error;
-  return cause instanceof Error && cause.message ? `${message} (${cause.message})` : String(message);
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -218,6 +218,9 @@ describe("relgraph index", () => {
     expect(await indexer.exited).toBe(0);
     expect(proxy.counts["429"]).toBe(4);
     expect(proxy.counts.capped).toBeGreaterThan(0);
+    // The cap narrows the log range, said at info; the range widening again after small answers is routine, at debug.
+    expect(indexer.logs.some((line) => line.msg === "eth_getLogs range narrowed")).toBe(true);
+    expect(indexer.logs.some((line) => line.msg === "eth_getLogs range widened")).toBe(false);
     const server = await serve(env);
     await servesTheChain(server, last);
   });

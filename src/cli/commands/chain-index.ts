@@ -214,18 +214,15 @@ export async function runIndex(argv: string[], io: CommandIo): Promise<number> {
     urls: args.rpc,
     onEndpointError: (event) => logger.warn(event, "an RPC endpoint failed; it is set aside and retried"),
   });
-  let logRange = 0;
   const chain = createChainReader(rpc, {
     contracts: args.contracts,
     // A range that narrows says something of the provider or the chain; one that grows back, after
     // each small answer from the start, is routine.
-    onLogRange: (range, reason) => {
-      if (range < logRange) logger.info({ range, reason }, "eth_getLogs range narrowed");
+    onLogRange: (range, reason, previous) => {
+      if (range < previous) logger.info({ range, reason }, "eth_getLogs range narrowed");
       else logger.debug({ range, reason }, "eth_getLogs range widened");
-      logRange = range;
     },
   });
-  logRange = chain.logRange();
   const indexer = createIndexer({
     store: graphLedger(store),
     chain,
