@@ -29,7 +29,11 @@ export function newHistoryState(firstToken = 1000): HistoryState {
   return { nextToken: firstToken, owners: new Map(), multi: new Map() };
 }
 
-/** Sends `count` transactions of mixed activity among `users`, one block each (anvil automines); resolves once all are mined, none reverted. */
+/**
+ * Sends `count` transactions of mixed activity among `users`; resolves once all are mined, none
+ * reverted. Anvil automines: mostly one block each, but a transaction that arrives while a block is
+ * being mined joins the next one with others, so callers read the chain's length rather than assume it.
+ */
 export async function makeHistory(anvil: TestAnvil, contracts: TestContracts, users: readonly string[], count: number, seed: number, state = newHistoryState()): Promise<HistoryState> {
   const next = createPrng(seed).next;
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
