@@ -15,8 +15,9 @@ import { ANVIL_HISTORY_ARGS, makeChainHistory } from "../workload/chain-history.
 /*
  * How fast does `relgraph index` backfill a chain, against `relgraph ingest` of the very records it
  * derives? A generated history (workload/chain-history.ts) on a private anvil; `relgraph index
- * --to-block HEAD --confirmations 0` into one fresh redis-server; the same derivation, unit by unit,
- * written to JSON Lines and loaded with `relgraph ingest` into another. And the floor: the same
+ * --to-block HEAD --confirmations 0` into a fresh redis-server; the same derivation, unit by unit,
+ * written to JSON Lines and loaded with `relgraph ingest` into another; each three times, by turns,
+ * and the medians compared. And the floor: the same
  * JSON-RPC requests (recorded from that derivation's reader) replayed to anvil with the same batches
  * and concurrency, answers read whole but not parsed (rpc-floor.ts): the time anvil alone needs.
  * Every `relgraph index` run also pays its own start-up (node, modules, the store, the chain id, the
@@ -60,6 +61,9 @@ export interface BackfillResult {
   /** A looser bound than bestIndexOverIngest, which counts the start-up too: 0.5 needs at least floorOverIngest ≤ 2. */
   floorOverIngest: number;
   ingestOverFloor: number;
+  /** Every timed run's wall time, in the order run (the index and ingest figures above are their medians). */
+  indexRunsSeconds: number[];
+  ingestRunsSeconds: number[];
   /** Wall time of the same `relgraph index` run again once the store holds --to-block: the start-up every run pays. */
   indexStartupSeconds: number;
   /** indexStartupSeconds + floorSeconds: an indexer that added nothing to anvil's serving would take this long. */
@@ -75,11 +79,15 @@ export interface BackfillResult {
 
 /** Replays of the floor; the median is reported. */
 const FLOOR_REPLAYS = 3;
+/** Timed runs of relgraph index, and of relgraph ingest; the medians are reported. */
+const TIMED_RUNS = 3;
 
-async function redisServer(keep: (managed: Managed) => Managed): Promise<string> {
+type TimedRun = RunResult & { machineBusySeconds: number };
+
+async function redisServer(keep: (managed: Managed) => Managed): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  keep(await start("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { ready: /Ready to accept/ }));
-  return `redis://127.0.0.1:${port}`;
+  const server = keep(await start("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { ready: /Ready to accept/ }));
+  return { url: `redis://127.0.0.1:${port}`, stop: () => server.stop() };
 }
 
 /** Generates the history, times the backfill, the ingest and the floor; stops every process it started. */
@@ -125,23 +133,55 @@ export async function measureChainBackfill(options: BackfillOptions): Promise<Ba
     await finished(out);
 
     const unitArgs = options.unitBlocks === undefined ? [] : ["--unit-blocks", String(options.unitBlocks)];
-    const indexRedis = await redisServer(keep);
     const indexArgs = [CLI, "index", "--rpc", url, "--confirmations", "0", "--to-block", String(history.head), ...unitArgs];
-    const indexEnv = { REDIS_URL: indexRedis, LOG_LEVEL: "info" };
-    const indexed = await busyWhile(() => run(process.execPath, indexArgs, indexEnv, "index: "));
-    if (indexed.code !== 0) throw new Error(`relgraph index exited ${indexed.code}`);
-    const records = stoppedRecords(indexed.stderr);
-
-    // The same command on the now filled store finds its position at --to-block and exits: what is
-    // left is the start-up every index run pays and the floor replay does not.
-    const restarted = await run(process.execPath, indexArgs, indexEnv, "index again: ");
-    if (restarted.code !== 0) throw new Error(`relgraph index, run again on its filled store, exited ${restarted.code}`);
-    const restartedRecords = stoppedRecords(restarted.stderr);
-    if (restartedRecords !== 0) throw new Error(`relgraph index, run again on its filled store, applied ${restartedRecords} records instead of none`);
-
-    const ingestRedis = await redisServer(keep);
-    const ingested = await busyWhile(() => run(process.execPath, [CLI, "ingest", file], { REDIS_URL: ingestRedis, LOG_LEVEL: "warn" }, "ingest: "));
-    if (ingested.code !== 0) throw new Error(`relgraph ingest exited ${ingested.code}`);
+    // Each tool runs several times, each into a fresh redis-server, taking turns at going first, and
+    // their medians are compared: the first process to take a lot of memory after the history's
+    // generation pays the kernel a cost that the processes after it do not (bench/README.md), and
+    // that cost belongs to neither tool.
+    const indexRuns: TimedRun[] = [];
+    const ingestRuns: TimedRun[] = [];
+    let records: number | null = null;
+    let restarted: RunResult | null = null;
+    const timeIndex = async (last: boolean) => {
+      const redis = await redisServer(keep);
+      const indexEnv = { REDIS_URL: redis.url, LOG_LEVEL: "info" };
+      const indexed = await busyWhile(() => run(process.execPath, indexArgs, indexEnv, "index: "));
+      if (indexed.code !== 0) throw new Error(`relgraph index exited ${indexed.code}`);
+      const reported = stoppedRecords(indexed.stderr);
+      if (records !== null && reported !== records) throw new Error(`relgraph index applied ${reported} records in one run and ${records} in another`);
+      records = reported;
+      indexRuns.push(indexed);
+      if (last) {
+        // The same command on the now filled store finds its position at --to-block and exits: what
+        // is left is the start-up every index run pays and the floor replay does not.
+        restarted = await run(process.execPath, indexArgs, indexEnv, "index again: ");
+        if (restarted.code !== 0) throw new Error(`relgraph index, run again on its filled store, exited ${restarted.code}`);
+        const restartedRecords = stoppedRecords(restarted.stderr);
+        if (restartedRecords !== 0) throw new Error(`relgraph index, run again on its filled store, applied ${restartedRecords} records instead of none`);
+      }
+      await redis.stop();
+    };
+    const timeIngest = async () => {
+      const redis = await redisServer(keep);
+      const ingested = await busyWhile(() => run(process.execPath, [CLI, "ingest", file], { REDIS_URL: redis.url, LOG_LEVEL: "warn" }, "ingest: "));
+      if (ingested.code !== 0) throw new Error(`relgraph ingest exited ${ingested.code}`);
+      ingestRuns.push(ingested);
+      await redis.stop();
+    };
+    for (let turn = 0; turn < TIMED_RUNS; turn++) {
+      const last = turn === TIMED_RUNS - 1;
+      if (turn % 2 === 0) {
+        await timeIndex(last);
+        await timeIngest();
+      } else {
+        await timeIngest();
+        await timeIndex(last);
+      }
+    }
+    const indexed = median(indexRuns);
+    const ingested = median(ingestRuns);
+    if (restarted === null || records === null) throw new Error("relgraph index was never timed");
+    const startup: RunResult = restarted;
 
     // The floor: the median of a few replays (each a few seconds), with anvil's CPU time over them.
     const replays: (ReplayResult & { anvilCpuSeconds: number })[] = [];
@@ -152,7 +192,7 @@ export async function measureChainBackfill(options: BackfillOptions): Promise<Ba
       log(`floor: replay ${i + 1} of ${FLOOR_REPLAYS}: ${replay.requests} requests, ${(replay.answerBytes / 1e6).toFixed(1)} MB of answers in ${replay.seconds.toFixed(2)} s`);
     }
     const floor = replays.sort((x, y) => x.seconds - y.seconds)[Math.floor(replays.length / 2)]!;
-    const limitSeconds = restarted.seconds + floor.seconds;
+    const limitSeconds = startup.seconds + floor.seconds;
 
     const result: BackfillResult = {
       transactions: history.transactions,
@@ -171,9 +211,11 @@ export async function measureChainBackfill(options: BackfillOptions): Promise<Ba
       // Bounds that leave out the index's start-up; bestIndexOverIngest below counts it.
       floorOverIngest: round(floor.seconds / ingested.seconds),
       ingestOverFloor: round(ingested.seconds / floor.seconds),
-      indexStartupSeconds: round(restarted.seconds),
+      indexStartupSeconds: round(startup.seconds),
       limitSeconds: round(limitSeconds),
       bestIndexOverIngest: round(ingested.seconds / limitSeconds),
+      indexRunsSeconds: indexRuns.map((timed) => round(timed.seconds)),
+      ingestRunsSeconds: ingestRuns.map((timed) => round(timed.seconds)),
       indexMachineBusySeconds: round(indexed.machineBusySeconds),
       ingestMachineBusySeconds: round(ingested.machineBusySeconds),
       indexerReportedRecords: records,
@@ -186,7 +228,7 @@ export async function measureChainBackfill(options: BackfillOptions): Promise<Ba
 }
 
 /** Runs `timed` and notes the CPU seconds the whole machine was busy meanwhile, to show how full its cores were. */
-async function busyWhile(timed: () => Promise<RunResult>): Promise<RunResult & { machineBusySeconds: number }> {
+async function busyWhile(timed: () => Promise<RunResult>): Promise<TimedRun> {
   const before = await machineBusySeconds();
   const result = await timed();
   return { ...result, machineBusySeconds: (await machineBusySeconds()) - before };
@@ -205,6 +247,11 @@ function stoppedRecords(stderr: string): number {
     })
     .find((line) => line.msg === "stopped");
   return stopped?.records ?? 0;
+}
+
+/** The run of median wall time (of an odd number of runs). */
+function median(runs: readonly TimedRun[]): TimedRun {
+  return [...runs].sort((x, y) => x.seconds - y.seconds)[Math.floor(runs.length / 2)]!;
 }
 
 function round(value: number): number {

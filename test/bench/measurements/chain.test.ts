@@ -5,8 +5,8 @@ import type { FreshnessResult } from "../../../bench/measurements/chain-freshnes
 
 /*
  * The --only chain summary prints the limit (the index's start-up plus anvil's floor) beside the
- * floor, and the machine's busy CPU beside each timed run, so that a failing ratio can be read
- * against what the machine allowed.
+ * floor, the machine's busy CPU beside each timed run, and every run beside the median, so that a
+ * failing ratio can be read against what the machine allowed.
  */
 
 const backfill: BackfillResult = {
@@ -28,6 +28,8 @@ const backfill: BackfillResult = {
   indexStartupSeconds: 0.37,
   limitSeconds: 0.58,
   bestIndexOverIngest: 1.08,
+  indexRunsSeconds: [0.91, 0.76, 0.74],
+  ingestRunsSeconds: [0.63, 0.6, 0.66],
   indexMachineBusySeconds: 1.1,
   ingestMachineBusySeconds: 1.24,
   indexerReportedRecords: 12_622,
@@ -51,7 +53,13 @@ describe("renderChain", () => {
 
   it("prints the machine's busy CPU of each timed run, with the cores it kept busy on average", () => {
     const text = renderChain({ backfill, freshness });
-    expect(text).toContain("during the backfill | 1.10 s (1.45 cores on average)");
-    expect(text).toContain("during the ingest | 1.24 s (1.97 cores on average)");
+    expect(text).toContain("during the median backfill | 1.10 s (1.45 cores on average)");
+    expect(text).toContain("during the median ingest | 1.24 s (1.97 cores on average)");
+  });
+
+  it("prints every timed run beside the median it reports", () => {
+    const text = renderChain({ backfill, freshness });
+    expect(text).toContain("| 0.76 s: 16,680 records/s (median of 0.91, 0.76, 0.74 s) |");
+    expect(text).toContain("| 0.63 s: 20,084 records/s (median of 0.63, 0.60, 0.66 s) |");
   });
 });
