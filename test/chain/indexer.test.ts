@@ -234,7 +234,8 @@ describe("the indexer on anvil", () => {
     // Every block the ledger held above the fork, and only those, was undone, in one reorg.
     let ancestor = forkedAt;
     while (ancestor < reached && abandoned.get(ancestor + 1) === (await block(ancestor + 1)).hash) ancestor++;
-    expect(reached - ancestor).toBeGreaterThan(5);
+    // Deeper than the confirmations, as the history means it to be.
+    expect(reached - ancestor).toBeGreaterThan(2);
     expect(indexer.stats().reorgs).toBe(1);
     expect(indexer.stats().blocksUndone).toBe(reached - ancestor);
   });
