@@ -228,6 +228,8 @@ describe("the indexer on anvil", () => {
     for (let n = forkedAt + 1; n <= reached; n++) abandoned.set(n, (await block(n)).hash);
     await anvil.rpc("evm_revert", [snapshot]);
     await makeHistory(anvil, contracts, users.slice(1), 30, 9, fork);
+    // The new branch outgrows the abandoned one, however its transactions were packed.
+    while ((await block("latest")).number < reached + 3) await anvil.rpc("evm_mine");
     const head = (await block("latest")).number;
     await synced(ledger, head - 2);
     expect(ledger.lines()).toEqual(await oracle(head - 2));
