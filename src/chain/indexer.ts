@@ -171,13 +171,17 @@ export function createIndexer(options: IndexerOptions): Indexer {
    * The common ancestor of the stored blocks and the chain, and the window entries above it
    * (newest first), which the reorg undoes.
    */
-  async function findAncestor(position: Position): Promise<{ ancestor: ChainHeader; undo: WindowEntry[] }> {
-    const window = parseWindow(await store.readStateSpace(WINDOW_SPACE));
+  async function findAncestor(position: Position, window: readonly WindowEntry[], chainHead = Number.POSITIVE_INFINITY): Promise<{ ancestor: ChainHeader; undo: WindowEntry[] }> {
     const undo: WindowEntry[] = [];
     // The window holds the newest blocks applied, one after another down from the position; a
     // block missing from it cannot be undone.
     for (const [i, entry] of window.entries()) {
       if (entry.number !== position.number - i) break;
+      // Above the head of a chain that a reorg left shorter, no block is there any more.
+      if (entry.number > chainHead) {
+        undo.push(entry);
+        continue;
+      }
       const header = await chain.header(entry.number);
       if (header === null) throw new InvalidAnswerError(`the node has no block ${entry.number} while a reorg is traced back`);
       if (header.hash === entry.hash) return { ancestor: header, undo };
@@ -192,6 +196,23 @@ export function createIndexer(options: IndexerOptions): Indexer {
     throw new LedgerMismatchError(
       `block ${position.number} (${position.hash}) is no longer on the chain, and the reorg reaches deeper than the blocks whose undo the store keeps: reindex into a fresh store`,
     );
+  }
+
+  /**
+   * Why the node has no block at the stored position: a reorg onto a branch shorter than the one
+   * applied (its ancestor and what to undo), or null for a node that is only behind, whose head's
+   * block is the one the store applied at that height. Below the window nothing tells the two
+   * apart, and the indexer waits as for a node behind.
+   */
+  async function reorgOntoShorterBranch(position: Position, head: number): Promise<{ ancestor: ChainHeader; undo: WindowEntry[] } | null> {
+    if (head >= position.number) return null;
+    // Only the head's own entry is read while a node lags; the whole window once a reorg is found.
+    const [text] = await store.readState(WINDOW_SPACE, [String(head)]);
+    if (text === null || text === undefined) return null;
+    const applied = JSON.parse(text) as WindowEntry;
+    const header = await chain.header(head);
+    if (header === null || header.hash === applied.hash) return null;
+    return findAncestor(position, parseWindow(await store.readStateSpace(WINDOW_SPACE)), head);
   }
 
   /** A range and its facts, or null when the node does not have every block of it yet. */
@@ -224,11 +245,16 @@ export function createIndexer(options: IndexerOptions): Indexer {
     let base: ChainHeader | null = null;
     if (position !== null) {
       const header = await chain.header(position.number);
-      // A node that does not have the block yet (one behind the node that gave the head) says
-      // nothing about a reorg: the next round asks again.
-      if (header === null) return false;
-      if (header.hash !== position.hash) {
-        const found = await findAncestor(position);
+      // No block at the position: a node behind (the next round asks again), or a reorg onto a
+      // shorter branch, undone now rather than once the new branch has outgrown the old.
+      const found =
+        header === null
+          ? await reorgOntoShorterBranch(position, stats.head!)
+          : header.hash !== position.hash
+            ? await findAncestor(position, parseWindow(await store.readStateSpace(WINDOW_SPACE)))
+            : null;
+      if (header === null && found === null) return false;
+      if (found !== null) {
         undo = found.undo;
         base = found.ancestor;
         chain.forgetCode();

@@ -152,6 +152,62 @@ describe("the indexer on anvil", () => {
     expect(indexer.stats().blocksUndone).toBe(3);
   });
 
+  it("undoes a reorg onto a shorter branch at once, without waiting for the new branch to outgrow the old", async () => {
+    const [, , , , , , , , h, k] = users as [string, string, string, string, string, string, string, string, string, string];
+    const ledger = new MemoryLedger();
+    const { indexer } = start(ledger);
+    const before = (await block("latest")).number;
+    await synced(ledger, before);
+    const snapshot = await anvil.rpc<string>("evm_snapshot");
+    expect(ledger.lines()).not.toContain(`nft ${h} ${nft.address}`);
+    await send(nft, h, "mint", [h, 40]);
+    await anvil.rpc("evm_mine");
+    await anvil.rpc("evm_mine");
+    await synced(ledger, before + 3);
+    expect(ledger.lines()).toContain(`nft ${h} ${nft.address}`);
+
+    // One block where the abandoned branch had three: the stored position is above the new head.
+    await anvil.rpc("evm_revert", [snapshot]);
+    await send(book, k, "sign");
+    const head = (await block("latest")).number;
+    expect(head).toBe(before + 1);
+    await synced(ledger, head);
+    expect(ledger.lines()).toEqual(await oracle(head));
+    expect(ledger.lines()).not.toContain(`nft ${h} ${nft.address}`);
+    expect(indexer.stats().reorgs).toBe(1);
+    expect(indexer.stats().blocksUndone).toBe(3);
+  });
+
+  it("waits for a node behind its stored position, undoing nothing, and goes on once the node catches up", async () => {
+    const [, , , , , , , , , k] = users as [string, string, string, string, string, string, string, string, string, string];
+    await send(book, k, "sign");
+    await send(book, k, "sign");
+    const ledger = new MemoryLedger();
+    const { indexer } = start(ledger, { urls: [proxy.url] });
+    const head = (await block("latest")).number;
+    await synced(ledger, head);
+    const held = ledger.lines();
+    try {
+      proxy.faults.headAt = head - 2;
+      // Many rounds find the node two blocks behind the stored position.
+      const seen = proxy.counts.behind ?? 0;
+      const deadline = Date.now() + 30_000;
+      while ((proxy.counts.behind ?? 0) < seen + 20) {
+        if (Date.now() > deadline) throw new Error("the indexer stopped asking the node behind");
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      expect(indexer.stats().blocksUndone).toBe(0);
+      expect(ledger.lines()).toEqual(held);
+      expect(parsePosition((await ledger.readState(POSITION_SPACE, [POSITION_FIELD]))[0])?.number).toBe(head);
+    } finally {
+      proxy.faults.headAt = null;
+    }
+    await send(book, k, "sign");
+    await synced(ledger, head + 1);
+    expect(ledger.lines()).toEqual(await oracle(head + 1));
+    expect(indexer.stats().blocksUndone).toBe(0);
+  });
+
   it("stops after --to-block, restricted to --contracts", async () => {
     const ledger = new MemoryLedger();
     const toBlock = (await block("latest")).number - 2;

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 /*
  * An RPC proxy for tests, in front of a real node: it forwards JSON-RPC requests as they are, and
  * can be told to misbehave as providers do: answer 429 with Retry-After, fail outright, cap
- * eth_getLogs as a provider caps it, or hand back a wrong block.
+ * eth_getLogs as a provider caps it, hand back a wrong block, or lag behind the chain.
  */
 
 /** How the proxy misbehaves now; change the fields at any time. */
@@ -23,6 +23,11 @@ export interface ProxyFaults {
   noBatches: boolean;
   /** Every answer is held back this long, as a distant provider's would be. */
   latencyMs: number;
+  /**
+   * The node acts as one behind the chain whose head is this block (null: the chain's own head):
+   * eth_blockNumber and "latest" give it, and blocks above it are not there (null).
+   */
+  headAt: number | null;
 }
 
 /** A running proxy. */
@@ -36,22 +41,24 @@ export interface RpcProxy {
 
 /** Starts a proxy on a free loopback port in front of `upstream`. */
 export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
-  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false, latencyMs: 0 };
+  const faults: ProxyFaults = { down: false, rateLimited: 0, retryAfter: "1", maxLogs: null, wrongBlocks: 0, noBatches: false, latencyMs: 0, headAt: null };
   const counts: Record<string, number> = {};
   const count = (key: string) => (counts[key] = (counts[key] ?? 0) + 1);
   const server: Server = createServer((request, response) => {
     void (async () => {
       const body = await readBody(request);
       let calls: { method?: string; params?: unknown[]; id?: unknown }[];
+      let isBatch: boolean;
       try {
         const parsed = JSON.parse(body) as unknown;
+        isBatch = Array.isArray(parsed);
         calls = Array.isArray(parsed) ? parsed : [parsed as never];
       } catch {
         response.writeHead(400).end();
         return;
       }
       for (const call of calls) count(String(call.method));
-      if (faults.noBatches && Array.isArray(JSON.parse(body))) {
+      if (faults.noBatches && isBatch) {
         count("batchRefused");
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch requests are not supported" } }));
         return;
@@ -68,7 +75,12 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         return;
       }
       if (faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
-      const forwarded = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
+      let sent = body;
+      if (faults.headAt !== null) {
+        for (const call of calls) if (call.method === "eth_getBlockByNumber" && call.params?.[0] === "latest") call.params[0] = hex(faults.headAt);
+        sent = JSON.stringify(isBatch ? calls : calls[0]);
+      }
+      const forwarded = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body: sent });
       let answer = (await forwarded.json()) as unknown;
       answer = Array.isArray(answer) ? answer.map((item, i) => misbehave(calls[i]!, item)) : misbehave(calls[0]!, answer);
       response.writeHead(forwarded.status, { "content-type": "application/json" }).end(JSON.stringify(answer));
@@ -86,6 +98,17 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       count("wrongBlock");
       const block = item.result as { number: string };
       return { ...item, result: { ...block, number: `0x${(Number.parseInt(block.number, 16) + 1).toString(16)}` } };
+    }
+    if (faults.headAt !== null && item.result !== null && item.result !== undefined) {
+      if (call.method === "eth_blockNumber" && Number.parseInt(String(item.result), 16) > faults.headAt) {
+        count("behind");
+        return { ...item, result: hex(faults.headAt) };
+      }
+      const asked = call.params?.[0];
+      if (call.method === "eth_getBlockByNumber" && typeof asked === "string" && asked.startsWith("0x") && Number.parseInt(asked, 16) > faults.headAt) {
+        count("behind");
+        return { ...item, result: null };
+      }
     }
     return answer;
   }
@@ -111,4 +134,8 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     request.on("error", reject);
   });
+}
+
+function hex(number: number): string {
+  return `0x${number.toString(16)}`;
 }
