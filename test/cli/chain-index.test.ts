@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseDescription } from "../server/reference.js";
 import { startRedisCluster, startRedisServer, type TestRedisCluster, type TestRedisServer } from "../support/redis-servers.js";
 import { startAnvil, type TestAnvil } from "../chain/support/anvil.js";
-import { accounts, deploy } from "../chain/support/contracts.js";
+import { accounts, deploy, waitReceipt } from "../chain/support/contracts.js";
 import { makeHistory, type HistoryState, type TestContracts } from "../chain/support/history.js";
 import { chainOracle } from "../chain/support/oracle.js";
 import { rest, runRelgraph, startIndex, startServe, waitUntil, type IndexProcess, type RedisEnv, type ServeProcess } from "../chain/support/processes.js";
@@ -170,6 +170,21 @@ describe("relgraph index", () => {
       expect(metrics).toMatch(/^relgraph_index_reorgs_undone_total [1-9]/m);
       expect(metrics).toMatch(/^relgraph_index_lag_blocks 0$/m);
       expect(metrics).toMatch(/^relgraph_index_rpc_errors_total 0$/m);
+
+      // A reorg onto a shorter branch: what the longer one held goes at once, not once the new
+      // branch has outgrown it.
+      const shorter = await anvil.rpc<string>("evm_snapshot");
+      const kept = structuredClone(history);
+      await makeHistory(anvil, contracts, users, 6, 103, history);
+      await anvil.rpc("evm_mine");
+      await anvil.rpc("evm_mine");
+      await servesTheChain(server);
+      const abandonedHead = await head();
+      await anvil.rpc("evm_revert", [shorter]);
+      history = kept;
+      await waitReceipt(anvil, await contracts.book.send(users[1]!, "sign"));
+      expect(await head()).toBeLessThan(abandonedHead);
+      await servesTheChain(server);
     } finally {
       expect(await stopIndex(indexer)).toBe(0);
     }
