@@ -97,7 +97,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       faults.wrongBlocks--;
       count("wrongBlock");
       const block = item.result as { number: string };
-      return { ...item, result: { ...block, number: `0x${(Number.parseInt(block.number, 16) + 1).toString(16)}` } };
+      return { ...item, result: { ...block, number: hex(Number.parseInt(block.number, 16) + 1) } };
     }
     if (faults.headAt !== null && item.result !== null && item.result !== undefined) {
       if (call.method === "eth_blockNumber" && Number.parseInt(String(item.result), 16) > faults.headAt) {
