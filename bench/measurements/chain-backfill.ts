@@ -140,48 +140,36 @@ export async function measureChainBackfill(options: BackfillOptions): Promise<Ba
     // that cost belongs to neither tool.
     const indexRuns: TimedRun[] = [];
     const ingestRuns: TimedRun[] = [];
-    let records: number | null = null;
-    let restarted: RunResult | null = null;
-    const timeIndex = async (last: boolean) => {
+    /** Runs the CLI with `args` into a fresh redis-server, timed; the store is left running for the caller to stop. */
+    const timeRun = async (command: string, args: string[], logLevel: string, runs: TimedRun[]) => {
       const redis = await redisServer(keep);
-      const indexEnv = { REDIS_URL: redis.url, LOG_LEVEL: "info" };
-      const indexed = await busyWhile(() => run(process.execPath, indexArgs, indexEnv, "index: "));
-      if (indexed.code !== 0) throw new Error(`relgraph index exited ${indexed.code}`);
-      const reported = stoppedRecords(indexed.stderr);
-      if (records !== null && reported !== records) throw new Error(`relgraph index applied ${reported} records in one run and ${records} in another`);
-      records = reported;
-      indexRuns.push(indexed);
-      if (last) {
-        // The same command on the now filled store finds its position at --to-block and exits: what
-        // is left is the start-up every index run pays and the floor replay does not.
-        restarted = await run(process.execPath, indexArgs, indexEnv, "index again: ");
-        if (restarted.code !== 0) throw new Error(`relgraph index, run again on its filled store, exited ${restarted.code}`);
-        const restartedRecords = stoppedRecords(restarted.stderr);
-        if (restartedRecords !== 0) throw new Error(`relgraph index, run again on its filled store, applied ${restartedRecords} records instead of none`);
-      }
-      await redis.stop();
+      const env = { REDIS_URL: redis.url, LOG_LEVEL: logLevel };
+      const timed = await busyWhile(() => run(process.execPath, args, env, `${command}: `));
+      if (timed.code !== 0) throw new Error(`relgraph ${command} exited ${timed.code}`);
+      runs.push(timed);
+      return { env, stop: redis.stop };
     };
-    const timeIngest = async () => {
-      const redis = await redisServer(keep);
-      const ingested = await busyWhile(() => run(process.execPath, [CLI, "ingest", file], { REDIS_URL: redis.url, LOG_LEVEL: "warn" }, "ingest: "));
-      if (ingested.code !== 0) throw new Error(`relgraph ingest exited ${ingested.code}`);
-      ingestRuns.push(ingested);
-      await redis.stop();
-    };
+    const timeIngest = async () => (await timeRun("ingest", [CLI, "ingest", file], "warn", ingestRuns)).stop();
+    let startup: RunResult | null = null;
     for (let turn = 0; turn < TIMED_RUNS; turn++) {
-      const last = turn === TIMED_RUNS - 1;
-      if (turn % 2 === 0) {
-        await timeIndex(last);
-        await timeIngest();
-      } else {
-        await timeIngest();
-        await timeIndex(last);
-      }
+      const indexFirst = turn % 2 === 0;
+      if (!indexFirst) await timeIngest();
+      const indexStore = await timeRun("index", indexArgs, "info", indexRuns);
+      // The same command on the now filled store finds its position at --to-block and exits: what
+      // is left is the start-up every index run pays and the floor replay does not.
+      if (turn === TIMED_RUNS - 1) startup = await run(process.execPath, indexArgs, indexStore.env, "index again: ");
+      await indexStore.stop();
+      if (indexFirst) await timeIngest();
     }
+    if (startup === null) throw new Error("relgraph index was never run again on its filled store");
+    if (startup.code !== 0) throw new Error(`relgraph index, run again on its filled store, exited ${startup.code}`);
+    const restartedRecords = stoppedRecords(startup.stderr);
+    if (restartedRecords !== 0) throw new Error(`relgraph index, run again on its filled store, applied ${restartedRecords} records instead of none`);
+    const reported = [...new Set(indexRuns.map((timed) => stoppedRecords(timed.stderr)))];
+    if (reported.length !== 1) throw new Error(`relgraph index applied different numbers of records in its runs: ${reported.join(", ")}`);
+    const records = reported[0]!;
     const indexed = median(indexRuns);
     const ingested = median(ingestRuns);
-    if (restarted === null || records === null) throw new Error("relgraph index was never timed");
-    const startup: RunResult = restarted;
 
     // The floor: the median of a few replays (each a few seconds), with anvil's CPU time over them.
     const replays: (ReplayResult & { anvilCpuSeconds: number })[] = [];
