@@ -5,6 +5,7 @@ import {
   keysOf,
   parsePosition,
   parseWindow,
+  parseWindowEntry,
   POSITION_FIELD,
   POSITION_SPACE,
   UnitPlanner,
@@ -209,7 +210,7 @@ export function createIndexer(options: IndexerOptions): Indexer {
     // Only the head's own entry is read while a node lags; the whole window once a reorg is found.
     const [text] = await store.readState(WINDOW_SPACE, [String(head)]);
     if (text === null || text === undefined) return null;
-    const applied = JSON.parse(text) as WindowEntry;
+    const applied = parseWindowEntry(text);
     const header = await chain.header(head);
     if (header === null || header.hash === applied.hash) return null;
     return findAncestor(position, parseWindow(await store.readStateSpace(WINDOW_SPACE)), head);

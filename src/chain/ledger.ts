@@ -267,9 +267,14 @@ export function parsePosition(text: string | null | undefined): Position | null 
   return { number: value.number, hash: value.hash, chainId: value.chainId };
 }
 
+/** One stored entry of the undo window. */
+export function parseWindowEntry(text: string): WindowEntry {
+  return JSON.parse(text) as WindowEntry;
+}
+
 /** The stored undo window, newest block first. */
 export function parseWindow(fields: ReadonlyMap<string, string>): WindowEntry[] {
-  return [...fields.values()].map((text) => JSON.parse(text) as WindowEntry).sort((x, y) => y.number - x.number);
+  return [...fields.values()].map(parseWindowEntry).sort((x, y) => y.number - x.number);
 }
 
 /** The interactions and holdings (as pairs) a planned unit leaves, for tests and logs. */
